@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * backend.h - the contract between the fedfuse core and its backend plugins.
+ *
+ * A backend speaks one URI scheme (file, nfs, smb). It is a libtool module that exports exactly
+ * one symbol, FF_BACKEND_SYMBOL, a `const struct ff_backend`. The core checks the ABI version at
+ * load time, mounts each location of that scheme into an opaque context, and then calls node
+ * operations on it from many FUSE worker threads at once.
+ *
+ * Conventions, for every operation below:
+ *  - The location context (`void *loc`, what mount() returned) is the first argument.
+ *  - The return value is 0 (or a byte count where documented) on success and -errno on failure.
+ *    Never return -1 with errno set, and never -EIO where a precise errno exists.
+ *  - Operations may block (network I/O); the core calls them from worker threads and never holds
+ *    a core lock across a call. A backend must honour spec->timeout: no call may block longer.
+ *  - Operations may be called concurrently, on the same or different nodes and handles, except
+ *    where noted. Backends whose libraries are not thread safe keep a pool of contexts.
+ *  - Names passed in are single components: never empty, never "." or "..", never containing
+ *    '/'. The core guarantees this. A backend must still never follow a symlink while resolving
+ *    a name, and nothing outside the location's root may be reachable.
+ *  - A NULL operation means "not supported": the core answers -ENOSYS (or -ENOTSUP for xattr and
+ *    lock operations) without calling the backend.
+ */
+#ifndef FEDFUSE_BACKEND_H
+#define FEDFUSE_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+#include <fcntl.h>
+
+#define FF_BACKEND_ABI_MAJOR 1 /* incompatible changes bump this; the core refuses others */
+#define FF_BACKEND_ABI_MINOR 0 /* compatible additions (new ops at the end) bump this */
+#define FF_BACKEND_SYMBOL "fedfuse_backend"
+
+/* An object (file, directory, symlink, ...) inside a location, as the backend represents it.
+ * Opaque to the core. A node reference is created by root(), lookup(), the create-style ops and
+ * readdir() in plus mode, and dropped by forget(). */
+typedef struct ff_node ff_node;
+
+/* What the namespace file says about one location. Strings stay valid until unmount(). */
+struct ff_location_spec {
+	const char *uri;	 /* as written, e.g. "nfs://h/export?version=4" (never logged
+				  * with a password: URIs carry none) */
+	const char *scheme;	 /* "file", "nfs", "smb" */
+	const char *host;	 /* NULL for file:// */
+	int port;		 /* 0 when not given */
+	const char *path;	 /* percent-decoded, absolute, normalised, "/" at least */
+	const char *query;	 /* raw query without '?', or NULL; the backend parses it */
+	double timeout;		 /* seconds an operation may take before it fails ETIMEDOUT */
+	bool read_only;		 /* the core already refuses writes; backends may open read-only */
+	const char *credentials; /* path of a mount.cifs-style credentials file, or NULL */
+	/* Ownership and modes for backends without POSIX ownership (smb), like mount.cifs. */
+	bool uid_set, gid_set;
+	uid_t uid;
+	gid_t gid;
+	mode_t file_mode; /* default 0644 */
+	mode_t dir_mode;  /* default 0755 */
+};
+
+/* The caller of an operation, from the FUSE request. */
+struct ff_cred {
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	mode_t umask;
+	const gid_t *groups; /* supplementary groups (cached by the core), may be NULL */
+	int ngroups;
+};
+
+/* Capability flags a backend declares. The core answers consistently for what is missing. */
+enum ff_caps {
+	FF_CAP_XATTR = 1u << 0,	     /* getxattr/setxattr/listxattr/removexattr work */
+	FF_CAP_HARDLINKS = 1u << 1,  /* link() works */
+	FF_CAP_SYMLINKS = 1u << 2,   /* symlink()/readlink() work */
+	FF_CAP_SPECIAL = 1u << 3,    /* mknod() of fifos and sockets works */
+	FF_CAP_LOCAL = 1u << 4,	     /* data is on this machine: long kernel cache timeouts are
+				      * safe together with change notification */
+	FF_CAP_PATH_NODES = 1u << 5, /* nodes name objects by path: the core provides relink(),
+				      * silly-renames unlinked open files, re-checks on open */
+	FF_CAP_NOTIFY = 1u << 6,     /* the backend reports external changes (notify callbacks) */
+	FF_CAP_POSIX_OWNERS = 1u << 7, /* st_uid/st_gid are real; chown works */
+	FF_CAP_LOCKS = 1u << 8,	       /* getlk/setlk/flock are served by the backend */
+};
+
+/* readdir() output. `st` has at least st_ino and the S_IFMT bits of st_mode; in plus mode it is
+ * complete and `node` is a new node reference for the entry. The callee takes ownership of
+ * `node` whatever it returns. Returns 0 to continue, 1 when the buffer is full (the entry was
+ * not taken: the next readdir() must start at it again), or -errno to stop. `next` is the
+ * offset that resumes the listing after this entry. */
+typedef int (*ff_fill_fn)(void *buf, const char *name, const struct stat *st, off_t next,
+			  ff_node *node);
+
+/* Ways the core is told of changes it did not make (FF_CAP_NOTIFY). */
+struct ff_notify {
+	void *data;
+	/* Something about the object with this identity changed (attributes or data). */
+	void (*inval_inode)(void *data, dev_t dev, ino_t ino);
+	/* The entry `name` in the directory with this identity was added, removed or renamed. */
+	void (*inval_entry)(void *data, dev_t dev, ino_t dir_ino, const char *name);
+};
+
+struct ff_backend_ops {
+	/* ---- locations ---------------------------------------------------------------------- */
+
+	/* Validate a location at namespace load time, without any I/O. On error return -EINVAL and
+	 * set *msg to a g_malloc'd sentence naming the value at fault (the core adds FILE:LINE). */
+	int (*check)(const struct ff_location_spec *spec, char **msg);
+
+	/* Connect to a location. May block up to spec->timeout. On success *loc is the context
+	 * passed to every other op. On failure returns -errno and may set *msg to a g_malloc'd
+	 * description for the log (never containing a password). `notify` is NULL unless the backend
+	 * has FF_CAP_NOTIFY and the core wants notifications. */
+	int (*mount)(const struct ff_location_spec *spec, const struct ff_notify *notify,
+		     void **loc, char **msg);
+	/* Disconnect. Called once, after every node and handle has been released. */
+	void (*unmount)(void *loc);
+
+	/* ---- nodes -------------------------------------------------------------------------- */
+
+	/* The location's root directory: a new node reference and its attributes. */
+	int (*root)(void *loc, const struct ff_cred *cred, ff_node **node, struct stat *st);
+	/* Look up `name` in directory `parent`, without following a symlink named `name`. On
+	 * success returns a new node reference and full attributes; st_dev/st_ino identify the
+	 * object within the location (the core keys its inode table on them). */
+	int (*lookup)(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
+		      ff_node **node, struct stat *st);
+	/* Drop a node reference. Must not block on the network. */
+	void (*forget)(void *loc, ff_node *node);
+	/* FF_CAP_PATH_NODES only: `fresh` (from a newer lookup) names the same object as `keep`.
+	 * Make `keep` reach the object the way `fresh` does; the core then forgets `fresh`. */
+	void (*relink)(void *loc, ff_node *keep, ff_node *fresh);
+
+	/* Attributes. `fh` is an open handle of this node or NULL. */
+	int (*getattr)(void *loc, const struct ff_cred *cred, ff_node *node, void *fh,
+		       struct stat *st);
+	/* Change the attributes selected by `to_set` (FUSE_SET_ATTR_* bits: MODE, UID, GID, SIZE,
+	 * ATIME, MTIME, ATIME_NOW, MTIME_NOW, CTIME) to the values in `attr`; then fill `st`. */
+	int (*setattr)(void *loc, const struct ff_cred *cred, ff_node *node, void *fh,
+		       const struct stat *attr, int to_set, struct stat *st);
+
+	/* Read a symlink's target into buf (not NUL-terminated). Returns its length, or -errno.
+	 * A target longer than `size` is -ENAMETOOLONG. */
+	ssize_t (*readlink)(void *loc, const struct ff_cred *cred, ff_node *node, char *buf,
+			    size_t size);
+
+	/* Create-style ops: on success return a new node reference and full attributes of the new
+	 * object, owned by cred->uid/gid where the backend has POSIX owners. Modes have the
+	 * caller's umask already applied by the core. */
+	int (*mknod)(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
+		     mode_t mode, dev_t rdev, ff_node **node, struct stat *st);
+	int (*mkdir)(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
+		     mode_t mode, ff_node **node, struct stat *st);
+	int (*symlink)(void *loc, const struct ff_cred *cred, const char *target, ff_node *parent,
+		       const char *name, ff_node **node, struct stat *st);
+	/* A new name for `node`; fills the attributes after the link (st_nlink grown). */
+	int (*link)(void *loc, const struct ff_cred *cred, ff_node *node, ff_node *newparent,
+		    const char *newname, struct stat *st);
+
+	int (*unlink)(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name);
+	int (*rmdir)(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name);
+	/* `flags` is 0, RENAME_NOREPLACE or RENAME_EXCHANGE; -EINVAL for ones the backend lacks. */
+	int (*rename)(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
+		      ff_node *newparent, const char *newname, unsigned int flags);
+
+	/* ---- files -------------------------------------------------------------------------- */
+
+	/* Open `node` with open(2) flags (O_CREAT/O_EXCL/O_NOCTTY already removed; O_TRUNC,
+	 * O_APPEND, O_SYNC, O_DIRECT kept). *fh is the backend's handle. */
+	int (*open)(void *loc, const struct ff_cred *cred, ff_node *node, int flags, void **fh);
+	/* Create and open `name` (flags include O_CREAT and maybe O_EXCL). */
+	int (*create)(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
+		      mode_t mode, int flags, ff_node **node, struct stat *st, void **fh);
+	/* Returns bytes read (short only at end of file), or -errno. */
+	ssize_t (*read)(void *loc, void *fh, void *buf, size_t size, off_t off);
+	/* Returns bytes written (all of them unless -errno), honouring O_APPEND (off ignored). */
+	ssize_t (*write)(void *loc, void *fh, const void *buf, size_t size, off_t off);
+	/* Optional: a kernel file descriptor for this handle, so the core can splice data between
+	 * it and /dev/fuse without copies. Returns -1 when there is none. Must not block. */
+	int (*handle_fd)(void *loc, void *fh);
+	/* close(2) of one descriptor of this handle: report deferred write errors. */
+	int (*flush)(void *loc, void *fh);
+	int (*fsync)(void *loc, void *fh, int datasync);
+	/* Last close: free the handle. Errors are logged by the core, never returned to a user. */
+	int (*release)(void *loc, void *fh);
+	int (*fallocate)(void *loc, void *fh, int mode, off_t off, off_t len);
+	/* SEEK_DATA / SEEK_HOLE (and SEEK_SET/CUR/END). Returns the new offset or -errno. */
+	off_t (*lseek)(void *loc, void *fh, off_t off, int whence);
+	/* Returns bytes copied, or -errno (-EXDEV/-EOPNOTSUPP make the kernel fall back). */
+	ssize_t (*copy_file_range)(void *loc, void *fh_in, off_t off_in, void *fh_out,
+				   off_t off_out, size_t len, int flags);
+
+	/* Locks (FF_CAP_LOCKS). `owner` is the FUSE lock owner. setlk with sleep=true waits. */
+	int (*getlk)(void *loc, void *fh, uint64_t owner, struct flock *lock);
+	int (*setlk)(void *loc, void *fh, uint64_t owner, const struct flock *lock, bool sleep);
+	int (*flock)(void *loc, void *fh, uint64_t owner, int op);
+
+	/* ---- directories -------------------------------------------------------------------- */
+
+	int (*opendir)(void *loc, const struct ff_cred *cred, ff_node *node, void **dh);
+	/* List entries from offset `off` (0 = start; otherwise a `next` given to fill earlier),
+	 * calling fill() for each, "." and ".." excluded, until it returns 1 or the end. In plus
+	 * mode each entry carries full attributes and a node reference. Returns 0 or -errno. */
+	int (*readdir)(void *loc, const struct ff_cred *cred, ff_node *node, void *dh, off_t off,
+		       bool plus, ff_fill_fn fill, void *buf);
+	int (*releasedir)(void *loc, void *dh);
+	int (*fsyncdir)(void *loc, void *dh, int datasync);
+
+	/* ---- whole location ------------------------------------------------------------------ */
+
+	int (*statfs)(void *loc, const struct ff_cred *cred, ff_node *node, struct statvfs *st);
+
+	/* ---- extended attributes (FF_CAP_XATTR) ----------------------------------------------- */
+
+	int (*setxattr)(void *loc, const struct ff_cred *cred, ff_node *node, const char *name,
+			const void *value, size_t size, int flags);
+	/* size 0 asks for the length. Returns the length, or -errno (-ENODATA when absent,
+	 * -ERANGE when buf is too small). listxattr is the same with NUL-separated names. */
+	ssize_t (*getxattr)(void *loc, const struct ff_cred *cred, ff_node *node, const char *name,
+			    void *buf, size_t size);
+	ssize_t (*listxattr)(void *loc, const struct ff_cred *cred, ff_node *node, char *buf,
+			     size_t size);
+	int (*removexattr)(void *loc, const struct ff_cred *cred, ff_node *node, const char *name);
+};
+
+/* The one symbol a backend module exports. */
+struct ff_backend {
+	unsigned int abi_major; /* FF_BACKEND_ABI_MAJOR */
+	unsigned int abi_minor; /* FF_BACKEND_ABI_MINOR */
+	const char *scheme;	/* "file", "nfs", "smb" */
+	const char *description;
+	unsigned int caps; /* enum ff_caps */
+	const struct ff_backend_ops *ops;
+};
+
+#endif /* FEDFUSE_BACKEND_H */
