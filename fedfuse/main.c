@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * main.c - the fedfuse daemon: parse options, load and check the namespace file before
+ * anything is mounted, mount, serve until unmounted or signalled, and re-read the namespace
+ * file on SIGHUP.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "fedfuse/cred.h"
+#include "fedfuse/fedfuse.h"
+#include "fedfuse/log.h"
+#include "fedfuse/plugins.h"
+
+enum { KEY_NONOPT_SEEN = 100 };
+
+/* Arguments that are not options, in the order given: MOUNTPOINT, or (as mount.fuse3 calls
+ * helpers for an fstab line "fedfuse#NAMESPACE_FILE") NAMESPACE_FILE MOUNTPOINT. */
+struct positional {
+	char *args[2];
+	int count;
+	bool extra;
+};
+
+static const struct fuse_opt option_spec[] = {
+	{ "--namespace=%s", offsetof(struct ff_options, namespace_file), 0 },
+	{ "--namespace %s", offsetof(struct ff_options, namespace_file), 0 },
+	{ "namespace=%s", offsetof(struct ff_options, namespace_file), 0 },
+	/* fstab-only options: accepted and ignored, as mount(8) may pass them on. */
+	FUSE_OPT_KEY("_netdev", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("noauto", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("user", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("users", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("nouser", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("nofail", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("defaults", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_END
+};
+
+static struct positional positional;
+
+static int option_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
+{
+	if (key != FUSE_OPT_KEY_NONOPT)
+		return 1; /* keep: libfuse parses the rest */
+	if (positional.count == 2) {
+		positional.extra = true;
+		return 0;
+	}
+	positional.args[positional.count++] = g_strdup(arg);
+	return 0;
+}
+
+static void usage(const char *prog)
+{
+	printf("usage: %s [options] MOUNTPOINT\n"
+	       "       %s NAMESPACE_FILE MOUNTPOINT [-o options]   (the form mount.fuse3 uses)\n"
+	       "\n"
+	       "Mounts the federated namespace described by a namespace file.\n"
+	       "\n"
+	       "fedfuse options:\n"
+	       "    --namespace=FILE       the namespace file, see fedfuse.namespace(5)\n"
+	       "    -o namespace=FILE      the same, as a mount option\n"
+	       "    -h   --help            print this help\n"
+	       "    -V   --version         print the version\n"
+	       "\n",
+	       prog, prog);
+	fuse_cmdline_help();
+	fuse_lowlevel_help();
+}
+
+/* ---- the namespace in force ---------------------------------------------------------------- */
+
+struct ff_namespace *ff_state_ns(struct ff_state *s)
+{
+	struct ff_namespace *ns;
+
+	g_mutex_lock(&s->ns_lock);
+	ns = ff_namespace_ref(s->ns);
+	g_mutex_unlock(&s->ns_lock);
+	return ns;
+}
+
+struct inval {
+	uint64_t ino;
+	char *ns_path;
+};
+
+static void collect_ns_inode(struct ff_inode *inode, void *data)
+{
+	GArray *list = data;
+	struct inval iv;
+
+	g_mutex_lock(&inode->lock);
+	iv.ino = inode->ino;
+	iv.ns_path = g_strdup(inode->ns_path);
+	g_mutex_unlock(&inode->lock);
+	if (iv.ns_path)
+		g_array_append_val(list, iv);
+}
+
+static void inval_children(struct ff_state *s, uint64_t ino, const struct ff_ns_node *node)
+{
+	for (guint i = 0; node && i < node->child_list->len; i++) {
+		const struct ff_ns_node *c = node->child_list->pdata[i];
+
+		fuse_lowlevel_notify_inval_entry(s->se, ino, c->name, strlen(c->name));
+	}
+}
+
+/* Make the kernel forget what it learned from the old namespace: every name that a namespace
+ * directory had or has now is looked up again. */
+static void invalidate_namespace(struct ff_state *s, struct ff_namespace *old,
+				 struct ff_namespace *new)
+{
+	GArray *list = g_array_new(FALSE, FALSE, sizeof(struct inval));
+
+	ff_itab_foreach(s->itab, collect_ns_inode, list);
+	for (guint i = 0; i < list->len; i++) {
+		struct inval *iv = &g_array_index(list, struct inval, i);
+
+		inval_children(s, iv->ino, ff_namespace_find(old, iv->ns_path));
+		inval_children(s, iv->ino, ff_namespace_find(new, iv->ns_path));
+		fuse_lowlevel_notify_inval_inode(s->se, iv->ino, 0, 0);
+		g_free(iv->ns_path);
+	}
+	g_array_free(list, TRUE);
+}
+
+bool ff_state_reload(struct ff_state *s)
+{
+	g_autoptr(GError) err = NULL;
+	struct ff_namespace *ns, *old;
+
+	ns = ff_namespace_load(s->opts.namespace_file, ff_plugin_check_location, NULL, &err);
+	if (!ns) {
+		ff_err("%s; keeping the namespace in force", err->message);
+		return false;
+	}
+	g_mutex_lock(&s->ns_lock);
+	old = s->ns;
+	s->ns = ns;
+	clock_gettime(CLOCK_REALTIME, &s->ns_time);
+	g_mutex_unlock(&s->ns_lock);
+	ff_cred_flush();
+	if (s->se)
+		invalidate_namespace(s, old, ns);
+	ff_namespace_unref(old);
+	ff_info("namespace reloaded from %s", s->opts.namespace_file);
+	return true;
+}
+
+/* SIGHUP: a handler may only write to a pipe; a thread does the reload. */
+static int hup_pipe[2] = { -1, -1 };
+
+static void hup_handler(int sig)
+{
+	int saved = errno;
+	char c = 1;
+
+	if (write(hup_pipe[1], &c, 1) < 0) {
+		/* a reload is already pending */
+	}
+	errno = saved;
+}
+
+static void *reload_thread(void *data)
+{
+	struct ff_state *s = data;
+	char c;
+
+	while (read(hup_pipe[0], &c, 1) == 1)
+		ff_state_reload(s);
+	return NULL;
+}
+
+static int setup_reload(struct ff_state *s, pthread_t *thread)
+{
+	struct sigaction sa = { .sa_handler = hup_handler, .sa_flags = SA_RESTART };
+	sigset_t all, old;
+	int rc;
+
+	if (pipe2(hup_pipe, O_CLOEXEC) < 0)
+		return -errno;
+	/* The thread must not take signals meant for the session loop. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = -pthread_create(thread, NULL, reload_thread, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc < 0)
+		return rc;
+	sigemptyset(&sa.sa_mask);
+	return sigaction(SIGHUP, &sa, NULL) < 0 ? -errno : 0;
+}
+
+static void stop_reload(pthread_t thread)
+{
+	signal(SIGHUP, SIG_DFL);
+	close(hup_pipe[1]);
+	pthread_join(thread, NULL);
+	close(hup_pipe[0]);
+}
+
+/* ---- startup ------------------------------------------------------------------------------- */
+
+static void release_inode(struct ff_inode *inode, void *data)
+{
+	if (inode->mnt && inode->bnode)
+		inode->mnt->be->ops->forget(inode->mnt->ctx, inode->bnode);
+}
+
+/* Every cached inode of a local location holds a descriptor: allow as many as we may. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int serve(struct ff_state *s, struct fuse_cmdline_opts *cmd)
+{
+	struct fuse_loop_config *config;
+	int rc;
+
+	if (cmd->singlethread)
+		return fuse_session_loop(s->se);
+	config = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_clone_fd(config, cmd->clone_fd);
+	fuse_loop_cfg_set_idle_threads(config, cmd->max_idle_threads);
+	if (cmd->max_threads > 0 && cmd->max_threads <= 100000)
+		fuse_loop_cfg_set_max_threads(config, cmd->max_threads);
+	rc = fuse_session_loop_mt(s->se, config);
+	fuse_loop_cfg_destroy(config);
+	return rc;
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts cmd = { 0 };
+	g_autoptr(GError) err = NULL;
+	struct ff_state s = { 0 };
+	char *mountpoint = NULL;
+	pthread_t reloader;
+	int ret = 1;
+
+	if (fuse_opt_parse(&args, &s.opts, option_spec, option_proc) < 0)
+		return 1;
+	if (positional.count == 2 && !s.opts.namespace_file) {
+		s.opts.namespace_file = g_steal_pointer(&positional.args[0]);
+		positional.args[0] = positional.args[1];
+		positional.count = 1;
+	}
+	if (positional.extra || positional.count > 1) {
+		fprintf(stderr, "fedfuse: too many arguments (see --help)\n");
+		return 1;
+	}
+	if (positional.count == 1)
+		fuse_opt_add_arg(&args, positional.args[0]);
+	if (fuse_parse_cmdline(&args, &cmd) != 0)
+		return 1;
+	if (cmd.show_help) {
+		usage(argv[0]);
+		ret = 0;
+		goto out_args;
+	}
+	if (cmd.show_version) {
+		printf("fedfuse %s\n", PACKAGE_VERSION);
+		fuse_lowlevel_version();
+		ret = 0;
+		goto out_args;
+	}
+	if (!s.opts.namespace_file) {
+		fprintf(stderr, "fedfuse: no namespace file given (--namespace FILE; see --help)\n");
+		goto out_args;
+	}
+	if (!cmd.mountpoint) {
+		fprintf(stderr, "fedfuse: no mount point given (see --help)\n");
+		goto out_args;
+	}
+
+	/* Everything the namespace file says is checked before anything is mounted. */
+	s.ns = ff_namespace_load(s.opts.namespace_file, ff_plugin_check_location, NULL, &err);
+	if (!s.ns) {
+		fprintf(stderr, "%s\n", err->message);
+		goto out_args;
+	}
+	/* Reloads happen after the daemon has changed to "/". */
+	mountpoint = g_canonicalize_filename(s.opts.namespace_file, NULL);
+	g_free(s.opts.namespace_file);
+	s.opts.namespace_file = g_steal_pointer(&mountpoint);
+	clock_gettime(CLOCK_REALTIME, &s.ns_time);
+	g_mutex_init(&s.ns_lock);
+	s.uid = geteuid();
+	s.gid = getegid();
+	s.itab = ff_itab_new(release_inode, &s);
+	ff_itab_intern_virtual(s.itab, FF_INO_ROOT, "/");
+	s.mounts = ff_mounts_new();
+	raise_fd_limit();
+	ff_log_init(true, cmd.debug);
+
+	s.se = fuse_session_new(&args, &ff_ops, sizeof(ff_ops), &s);
+	if (!s.se)
+		goto out_state;
+	if (fuse_set_signal_handlers(s.se) != 0)
+		goto out_session;
+	if (fuse_session_mount(s.se, cmd.mountpoint) != 0)
+		goto out_signals;
+	if (fuse_daemonize(cmd.foreground) != 0)
+		goto out_unmount;
+	ff_log_init(cmd.foreground, cmd.debug);
+	if (setup_reload(&s, &reloader) < 0) {
+		ff_err("cannot set up SIGHUP handling");
+		goto out_unmount;
+	}
+	ff_info("serving %s on %s", s.opts.namespace_file, cmd.mountpoint);
+	ret = serve(&s, &cmd);
+	/* A signal that asked us to stop is a clean stop. */
+	if (ret == SIGINT || ret == SIGTERM)
+		ret = 0;
+	stop_reload(reloader);
+out_unmount:
+	fuse_session_unmount(s.se);
+out_signals:
+	fuse_remove_signal_handlers(s.se);
+out_session:
+	fuse_session_destroy(s.se);
+out_state:
+	ff_itab_free(s.itab);
+	ff_mounts_free(s.mounts);
+	ff_namespace_unref(s.ns);
+	g_mutex_clear(&s.ns_lock);
+out_args:
+	g_free(s.opts.namespace_file);
+	g_free(positional.args[0]);
+	free(cmd.mountpoint);
+	fuse_opt_free_args(&args);
+	return ret ? 1 : 0;
+}

@@ -83,6 +83,13 @@ char *ff_namespace_describe(const struct ff_namespace *ns);
 
 /* Parse one location URI strictly into `loc`. Returns false with *msg set on error. Shared with
  * the junction parsers, which read the same URI lists. */
+/* Added: `loc` is overwritten (on failure it is left cleared). Only file, nfs and smb are
+ * accepted; URIs longer than FF_LOCATION_URI_MAX bytes, with a user name or password, a fragment,
+ * characters RFC 3986 does not allow, or a path (after %-decoding) that holds NUL or control
+ * characters or is not absolute and normalised are refused. On success the spec's options hold
+ * defaults (timeout 15 s, read-write, no credentials, uid/gid unset, modes 0644/0755) for the
+ * caller to override, and loc->line is 0. */
+#define FF_LOCATION_URI_MAX 4096
 bool ff_location_parse(const char *uri, struct ff_location *loc, char **msg);
 void ff_location_clear(struct ff_location *loc);
 

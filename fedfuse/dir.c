@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * dir.c - directory snapshots for readdir and readdirplus (see dir.h for why snapshots).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "fedfuse/control.h"
+#include "fedfuse/dir.h"
+
+struct ff_dirent {
+	char *name;
+	struct stat st; /* at least st_ino and the type bits */
+	ff_node *node;	/* from a plus listing, until the kernel is given it; without one, a
+			 * readdirplus resolves the name like a lookup */
+};
+
+struct ff_dir {
+	GMutex lock; /* one reader at a time per open directory */
+	struct ff_inode *inode;
+	struct ff_target t;
+	void *dh;
+	GArray *entries; /* struct ff_dirent */
+	bool loaded;
+	bool plus_loaded; /* entries carry full attributes and nodes */
+	GHashTable *hidden; /* names the namespace covers, or NULL */
+	struct ff_state *s;
+};
+
+static void entry_clear(struct ff_dir *dir, struct ff_dirent *d)
+{
+	if (d->node)
+		dir->t.mnt->be->ops->forget(dir->t.mnt->ctx, d->node);
+	g_free(d->name);
+}
+
+static void entries_clear(struct ff_dir *dir)
+{
+	for (guint i = 0; i < dir->entries->len; i++)
+		entry_clear(dir, &g_array_index(dir->entries, struct ff_dirent, i));
+	g_array_set_size(dir->entries, 0);
+	dir->loaded = false;
+}
+
+static void add(struct ff_dir *dir, const char *name, const struct stat *st, ff_node *node)
+{
+	struct ff_dirent d = { g_strdup(name), *st, node };
+
+	g_array_append_val(dir->entries, d);
+}
+
+static int fill(void *buf, const char *name, const struct stat *st, off_t next, ff_node *node)
+{
+	struct ff_dir *dir = buf;
+	struct stat copy = *st;
+
+	if (dir->hidden && g_hash_table_contains(dir->hidden, name)) {
+		if (node)
+			dir->t.mnt->be->ops->forget(dir->t.mnt->ctx, node);
+		return 0;
+	}
+	if (!node) /* d_ino as stat will report it */
+		copy.st_ino = ff_itab_predict(dir->s->itab, dir->t.mnt->index, st->st_dev,
+					      st->st_ino);
+	add(dir, name, &copy, node);
+	return 0;
+}
+
+static int load(struct ff_state *s, const struct ff_cred *cred, struct ff_dir *dir, bool plus)
+{
+	struct stat st = { 0 };
+	g_autofree char *ns_path = ff_inode_ns_path(dir->inode);
+	struct ff_namespace *ns = NULL;
+	const struct ff_ns_node *node = NULL;
+	int rc = 0;
+
+	entries_clear(dir);
+	st.st_mode = S_IFDIR;
+	st.st_ino = dir->inode->ino;
+	add(dir, ".", &st, NULL);
+	st.st_ino = FF_INO_ROOT;
+	add(dir, "..", &st, NULL);
+
+	if (dir->inode->ino == FF_INO_CONTROL) {
+		for (const char *const *n = ff_control_names(); *n; n++)
+			add(dir, *n, &(struct stat){ .st_mode = S_IFREG, .st_ino = FF_INO_CONTROL },
+			    NULL);
+		goto out;
+	}
+	if (ns_path) {
+		ns = ff_state_ns(s);
+		node = ff_namespace_find(ns, ns_path);
+	}
+	if (node && node->child_list->len) {
+		dir->hidden = dir->hidden ? dir->hidden : g_hash_table_new(g_str_hash, g_str_equal);
+		g_hash_table_remove_all(dir->hidden);
+		for (guint i = 0; i < node->child_list->len; i++) {
+			const struct ff_ns_node *c = node->child_list->pdata[i];
+
+			g_hash_table_add(dir->hidden, c->name);
+		}
+	}
+	if (dir->t.mnt) {
+		gint64 start = g_get_monotonic_time();
+
+		rc = dir->t.mnt->be->ops->readdir(dir->t.mnt->ctx, cred, dir->t.bnode, dir->dh, 0,
+						  plus, fill, dir);
+		rc = ff_mount_account(dir->t.mnt, FF_OP_READDIR, rc, start);
+	}
+	if (dir->hidden)
+		g_hash_table_remove_all(dir->hidden); /* its keys belong to the namespace */
+	for (guint i = 0; node && i < node->child_list->len; i++) {
+		const struct ff_ns_node *c = node->child_list->pdata[i];
+
+		add(dir, c->name, &(struct stat){ .st_mode = S_IFDIR, .st_ino = FF_INO_ROOT },
+		    NULL);
+	}
+	if (ns)
+		ff_namespace_unref(ns);
+out:
+	dir->loaded = rc == 0;
+	dir->plus_loaded = plus;
+	return rc;
+}
+
+int ff_dir_open(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *inode,
+		struct ff_dir **dirp)
+{
+	struct ff_dir *dir = g_new0(struct ff_dir, 1);
+	int rc;
+
+	dir->s = s;
+	dir->inode = inode;
+	dir->entries = g_array_new(FALSE, FALSE, sizeof(struct ff_dirent));
+	g_mutex_init(&dir->lock);
+	if (!ff_control_is_control(inode->ino)) {
+		rc = ff_target_get(s, cred, inode, &dir->t);
+		if (rc < 0)
+			goto out_free;
+	}
+	if (dir->t.mnt && dir->t.mnt->be->ops->opendir) {
+		gint64 start = g_get_monotonic_time();
+
+		rc = dir->t.mnt->be->ops->opendir(dir->t.mnt->ctx, cred, dir->t.bnode, &dir->dh);
+		rc = ff_mount_account(dir->t.mnt, FF_OP_READDIR, rc, start);
+		if (rc < 0)
+			goto out_put;
+	}
+	*dirp = dir;
+	return 0;
+out_put:
+	ff_target_put(s, &dir->t);
+out_free:
+	g_array_free(dir->entries, TRUE);
+	g_mutex_clear(&dir->lock);
+	g_free(dir);
+	return rc;
+}
+
+/* One readdirplus entry; returns the bytes used, 0 when it did not fit (nothing counted). */
+static size_t add_plus(struct ff_state *s, fuse_req_t req, const struct ff_cred *cred,
+		       struct ff_dir *dir, struct ff_dirent *d, char *buf, size_t rem, off_t next)
+{
+	struct fuse_entry_param e = { 0 };
+	size_t n;
+
+	if (fuse_add_direntry_plus(req, NULL, 0, d->name, NULL, 0) > rem)
+		return 0;
+	if (strcmp(d->name, ".") == 0 || strcmp(d->name, "..") == 0) {
+		e.attr = d->st; /* e.ino 0: the kernel takes no reference */
+	} else if (d->node) {
+		ff_resolve_entry(s, dir->t.mnt, d->node, &d->st, &e);
+		d->node = NULL;
+	} else if (ff_resolve_lookup(s, cred, dir->inode, d->name, &e) < 0) {
+		/* Vanished or unreachable: list the name; a later lookup reports why. */
+		memset(&e, 0, sizeof(e));
+		e.attr = d->st;
+	}
+	n = fuse_add_direntry_plus(req, buf, rem, d->name, &e, next);
+	if (n > rem) { /* cannot happen: the size depends on the name only */
+		if (e.ino)
+			ff_itab_forget(s->itab, e.ino, 1);
+		return 0;
+	}
+	return n;
+}
+
+void ff_dir_read(struct ff_state *s, fuse_req_t req, const struct ff_cred *cred,
+		 struct ff_dir *dir, size_t size, off_t off, bool plus)
+{
+	g_autofree char *buf = g_malloc(size);
+	size_t used = 0;
+	int rc = 0;
+
+	g_mutex_lock(&dir->lock);
+	if (off == 0 || !dir->loaded)
+		rc = load(s, cred, dir, plus);
+	if (rc < 0) {
+		g_mutex_unlock(&dir->lock);
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	for (guint i = off; i < dir->entries->len; i++) {
+		struct ff_dirent *d = &g_array_index(dir->entries, struct ff_dirent, i);
+		size_t n;
+
+		if (plus) {
+			n = add_plus(s, req, cred, dir, d, buf + used, size - used, i + 1);
+			if (n == 0)
+				break;
+		} else {
+			n = fuse_add_direntry(req, buf + used, size - used, d->name, &d->st, i + 1);
+			if (n > size - used)
+				break;
+		}
+		used += n;
+	}
+	g_mutex_unlock(&dir->lock);
+	fuse_reply_buf(req, buf, used);
+}
+
+int ff_dir_fsync(struct ff_state *s, struct ff_dir *dir, int datasync)
+{
+	if (!dir->t.mnt || !dir->t.mnt->be->ops->fsyncdir)
+		return 0;
+	return dir->t.mnt->be->ops->fsyncdir(dir->t.mnt->ctx, dir->dh, datasync);
+}
+
+void ff_dir_release(struct ff_state *s, struct ff_dir *dir)
+{
+	entries_clear(dir);
+	if (dir->t.mnt && dir->t.mnt->be->ops->releasedir)
+		dir->t.mnt->be->ops->releasedir(dir->t.mnt->ctx, dir->dh);
+	ff_target_put(s, &dir->t);
+	if (dir->hidden)
+		g_hash_table_destroy(dir->hidden);
+	g_array_free(dir->entries, TRUE);
+	g_mutex_clear(&dir->lock);
+	g_free(dir);
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * fedfuse.h - the daemon's runtime state, shared by the files of the core. Options are parsed
+ * into struct ff_options once; everything that changes at run time lives in struct ff_state,
+ * which every FUSE operation reaches through fuse_req_userdata().
+ */
+#ifndef FEDFUSE_FEDFUSE_H
+#define FEDFUSE_FEDFUSE_H
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+#include <glib.h>
+#include <stdbool.h>
+
+#include "fedfuse/inode.h"
+#include "fedfuse/location.h"
+#include "fedfuse/namespace.h"
+
+struct ff_options {
+	char *namespace_file;
+	int show_help;
+	int show_version;
+	int foreground;
+	int debug;
+	int singlethread;
+	int clone_fd;
+	unsigned int max_idle_threads;
+	unsigned int max_threads;
+};
+
+struct ff_state {
+	struct ff_options opts;
+	struct fuse_session *se;
+
+	/* The namespace in force; replaced whole by a reload. Readers take a reference with
+	 * ff_state_ns(). Lock order: ns_lock is a leaf (nothing is taken while holding it). */
+	GMutex ns_lock;
+	struct ff_namespace *ns;
+	struct timespec ns_time; /* when it was loaded: times of virtual directories */
+
+	struct ff_itab *itab;
+	struct ff_mounts *mounts;
+	uid_t uid; /* the daemon's */
+	gid_t gid;
+};
+
+/* A reference to the namespace in force; ff_namespace_unref() it. */
+struct ff_namespace *ff_state_ns(struct ff_state *s);
+
+/* Re-read the namespace file; on error keep the old namespace and return false. */
+bool ff_state_reload(struct ff_state *s);
+
+extern const struct fuse_lowlevel_ops ff_ops;
+
+#endif /* FEDFUSE_FEDFUSE_H */

@@ -1,0 +1,1075 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * fuse_ops.c - the FUSE low-level operations: each one finds its inode, asks resolve.c what
+ * backend object it stands for, checks what the namespace forbids (writes to virtual
+ * directories and read-only referrals, renames across locations), calls the backend and
+ * replies. The sign of an error flips here and nowhere else: fuse_reply_err(req, -rc).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+
+#include "fedfuse/control.h"
+#include "fedfuse/cred.h"
+#include "fedfuse/dir.h"
+#include "fedfuse/fedfuse.h"
+#include "fedfuse/log.h"
+#include "fedfuse/resolve.h"
+
+#define MAX_IO (1024 * 1024)
+#define LOCATION_XATTR "user.fedfuse.location"
+
+/* An open file. Control files carry their text instead of a backend handle. */
+struct ff_file {
+	struct ff_mount *mnt;
+	struct ff_inode *inode;
+	void *fh;
+	int fd; /* kernel descriptor for splicing, or -1 */
+	bool wrote;
+	char *text;
+	size_t len;
+};
+
+/* What one operation on one inode needs; op_begin() fills it, op_end() releases it. */
+struct op {
+	struct ff_state *s;
+	struct ff_inode *inode;
+	struct ff_target t;
+	struct ff_cred_hold h;
+	gint64 start;
+};
+
+static struct ff_state *state(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static struct ff_file *file_of(struct fuse_file_info *fi)
+{
+	return (struct ff_file *)(uintptr_t)fi->fh;
+}
+
+static const struct ff_backend_ops *ops_of(struct ff_mount *m)
+{
+	return m->be->ops;
+}
+
+/* Find the inode and its backend target. With `write`, refuse namespace-only inodes and
+ * read-only referrals with EROFS. */
+static int op_begin(fuse_req_t req, fuse_ino_t ino, bool write, struct op *op)
+{
+	int rc;
+
+	op->s = state(req);
+	op->t = (struct ff_target){ 0 };
+	op->start = g_get_monotonic_time();
+	ff_cred_get(req, &op->h);
+	op->inode = ff_itab_get(op->s->itab, ino);
+	if (!op->inode)
+		return -ESTALE;
+	if (ff_control_is_control(ino))
+		return write ? -EROFS : 0;
+	rc = ff_target_get(op->s, &op->h.cred, op->inode, &op->t);
+	if (rc < 0)
+		return rc;
+	if (write && (!op->t.mnt || op->t.mnt->loc.spec.read_only))
+		return -EROFS;
+	return 0;
+}
+
+static void op_end(struct op *op)
+{
+	ff_target_put(op->s, &op->t);
+	ff_cred_put(&op->h);
+}
+
+static int op_account(struct op *op, enum ff_op kind, int rc)
+{
+	return op->t.mnt ? ff_mount_account(op->t.mnt, kind, rc, op->start) : rc;
+}
+
+static void reply_err(fuse_req_t req, int rc)
+{
+	fuse_reply_err(req, rc < 0 ? -rc : 0);
+}
+
+/* ---- inodes ------------------------------------------------------------------------------- */
+
+static void ff_init(void *data, struct fuse_conn_info *conn)
+{
+	conn->max_write = MAX_IO;
+	conn->max_readahead = MAX_IO;
+	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+		conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	/* The kernel clears setuid/setgid bits and applies the umask; locks are kept by the
+	 * kernel for the processes of this machine. */
+	conn->want &= ~(FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_DONT_MASK | FUSE_CAP_POSIX_LOCKS |
+			FUSE_CAP_FLOCK_LOCKS | FUSE_CAP_WRITEBACK_CACHE);
+}
+
+static void ff_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct ff_state *s = state(req);
+	struct ff_inode *inode = ff_itab_get(s->itab, parent);
+	struct fuse_entry_param e;
+	struct ff_cred_hold h;
+	int rc;
+
+	if (!inode) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	ff_cred_get(req, &h);
+	rc = ff_resolve_lookup(s, &h.cred, inode, name, &e);
+	ff_cred_put(&h);
+	if (rc == -ENOENT) { /* negative entries are not cached: others may create it */
+		memset(&e, 0, sizeof(e));
+		fuse_reply_entry(req, &e);
+	} else if (rc < 0) {
+		reply_err(req, rc);
+	} else {
+		fuse_reply_entry(req, &e);
+	}
+}
+
+static void ff_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	ff_itab_forget(state(req)->itab, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void ff_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	struct ff_state *s = state(req);
+
+	for (size_t i = 0; i < count; i++)
+		ff_itab_forget(s->itab, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void ff_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct ff_state *s = state(req);
+	struct ff_inode *inode = ff_itab_get(s->itab, ino);
+	struct ff_file *f = fi ? file_of(fi) : NULL;
+	struct ff_cred_hold h;
+	struct stat st;
+	double timeout;
+	int rc;
+
+	if (!inode) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	ff_cred_get(req, &h);
+	rc = ff_resolve_getattr(s, &h.cred, inode, f && f->mnt ? f->fh : NULL, &st, &timeout);
+	ff_cred_put(&h);
+	if (rc < 0)
+		reply_err(req, rc);
+	else
+		fuse_reply_attr(req, &st, timeout);
+}
+
+static void ff_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	struct ff_file *f = fi ? file_of(fi) : NULL;
+	struct op op;
+	struct stat st;
+	int rc;
+
+	rc = op_begin(req, ino, true, &op);
+	if (rc == 0 && !ops_of(op.t.mnt)->setattr)
+		rc = -ENOSYS;
+	if (rc == 0) {
+		rc = ops_of(op.t.mnt)->setattr(op.t.mnt->ctx, &op.h.cred, op.t.bnode,
+					       f && f->mnt ? f->fh : NULL, attr, to_set, &st);
+		rc = op_account(&op, FF_OP_SETATTR, rc);
+	}
+	if (rc < 0) {
+		reply_err(req, rc);
+	} else {
+		st.st_ino = ino;
+		fuse_reply_attr(req, &st, op.t.mnt->attr_timeout);
+	}
+	op_end(&op);
+}
+
+static void ff_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char buf[PATH_MAX + 1];
+	struct op op;
+	ssize_t n = 0;
+	int rc;
+
+	rc = op_begin(req, ino, false, &op);
+	if (rc == 0 && (!op.t.mnt || !ops_of(op.t.mnt)->readlink))
+		rc = -EINVAL;
+	if (rc == 0) {
+		n = ops_of(op.t.mnt)->readlink(op.t.mnt->ctx, &op.h.cred, op.t.bnode, buf,
+					       sizeof(buf) - 1);
+		rc = op_account(&op, FF_OP_READLINK, n < 0 ? (int)n : 0);
+	}
+	if (rc < 0) {
+		reply_err(req, rc);
+	} else {
+		buf[n] = '\0';
+		fuse_reply_readlink(req, buf);
+	}
+	op_end(&op);
+}
+
+/* ---- names -------------------------------------------------------------------------------- */
+
+/* A name a nested referral or virtual directory stands on cannot be removed or replaced. */
+static int check_ns_name(struct op *op, struct ff_inode *dir, const char *name)
+{
+	return ff_resolve_is_ns_child(op->s, dir, name) ? -EBUSY : 0;
+}
+
+static void reply_new_entry(fuse_req_t req, struct op *op, int rc, ff_node *node,
+			    const struct stat *st)
+{
+	struct fuse_entry_param e;
+
+	if (rc < 0) {
+		reply_err(req, rc);
+		return;
+	}
+	ff_resolve_entry(op->s, op->t.mnt, node, st, &e);
+	fuse_reply_entry(req, &e);
+}
+
+static void ff_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		     dev_t rdev)
+{
+	ff_node *node = NULL;
+	struct stat st;
+	struct op op;
+	int rc;
+
+	rc = op_begin(req, parent, true, &op);
+	if (rc == 0 && !S_ISREG(mode) && !(op.t.mnt->be->caps & FF_CAP_SPECIAL))
+		rc = -EPERM;
+	if (rc == 0 && !ops_of(op.t.mnt)->mknod)
+		rc = -EPERM;
+	if (rc == 0) {
+		rc = ops_of(op.t.mnt)->mknod(op.t.mnt->ctx, &op.h.cred, op.t.bnode, name, mode,
+					     rdev, &node, &st);
+		rc = op_account(&op, FF_OP_CREATE, rc);
+	}
+	reply_new_entry(req, &op, rc, node, &st);
+	op_end(&op);
+}
+
+static void ff_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	ff_node *node = NULL;
+	struct stat st;
+	struct op op;
+	int rc;
+
+	rc = op_begin(req, parent, true, &op);
+	if (rc == 0 && !ops_of(op.t.mnt)->mkdir)
+		rc = -EPERM;
+	if (rc == 0) {
+		rc = ops_of(op.t.mnt)->mkdir(op.t.mnt->ctx, &op.h.cred, op.t.bnode, name,
+					     mode, &node, &st);
+		rc = op_account(&op, FF_OP_CREATE, rc);
+	}
+	reply_new_entry(req, &op, rc, node, &st);
+	op_end(&op);
+}
+
+static void ff_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
+{
+	ff_node *node = NULL;
+	struct stat st;
+	struct op op;
+	int rc;
+
+	rc = op_begin(req, parent, true, &op);
+	if (rc == 0 && (!(op.t.mnt->be->caps & FF_CAP_SYMLINKS) || !ops_of(op.t.mnt)->symlink))
+		rc = -EPERM;
+	if (rc == 0) {
+		rc = ops_of(op.t.mnt)->symlink(op.t.mnt->ctx, &op.h.cred, target, op.t.bnode,
+					       name, &node, &st);
+		rc = op_account(&op, FF_OP_CREATE, rc);
+	}
+	reply_new_entry(req, &op, rc, node, &st);
+	op_end(&op);
+}
+
+static void ff_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct ff_inode *inode = ff_itab_get(state(req)->itab, ino);
+	struct fuse_entry_param e = { 0 };
+	struct stat st;
+	struct op op;
+	int rc;
+
+	rc = op_begin(req, newparent, true, &op);
+	if (rc == 0 && (!inode || !inode->mnt || inode->ns_path))
+		rc = inode ? -EPERM : -ESTALE;
+	if (rc == 0 && inode->mnt != op.t.mnt)
+		rc = -EXDEV;
+	if (rc == 0 && (!(op.t.mnt->be->caps & FF_CAP_HARDLINKS) || !ops_of(op.t.mnt)->link))
+		rc = -EPERM;
+	if (rc == 0) {
+		rc = ops_of(op.t.mnt)->link(op.t.mnt->ctx, &op.h.cred, inode->bnode, op.t.bnode,
+					    newname, &st);
+		rc = op_account(&op, FF_OP_CREATE, rc);
+	}
+	if (rc < 0) {
+		reply_err(req, rc);
+	} else {
+		ff_itab_ref(op.s->itab, inode);
+		e.ino = ino;
+		e.attr = st;
+		e.attr.st_ino = ino;
+		e.attr_timeout = e.entry_timeout = op.t.mnt->attr_timeout;
+		fuse_reply_entry(req, &e);
+	}
+	op_end(&op);
+}
+
+/*
+ * Before `name` in directory `dir` goes away (unlink, or rename over it): on a backend that
+ * names objects by path, a file still open through this mount would become unreachable, so it
+ * is renamed to a hidden name instead and removed at its last close (what NFS clients do).
+ * Returns 1 when the name is gone that way, 0 when nothing was needed, or -errno.
+ */
+static int hide_if_open(struct op *op, struct ff_inode *dir, struct ff_target *dt,
+			const char *name)
+{
+	static gint counter;
+	struct ff_mount *m = dt->mnt;
+	struct ff_inode *victim;
+	g_autofree char *hidden = NULL;
+	ff_node *node;
+	struct stat st;
+	bool open;
+	int rc;
+
+	if (!(m->be->caps & FF_CAP_PATH_NODES) || g_atomic_int_get(&m->open_files) == 0)
+		return 0;
+	if (ops_of(m)->lookup(m->ctx, &op->h.cred, dt->bnode, name, &node, &st) < 0)
+		return 0; /* the operation itself will say what is wrong */
+	ops_of(m)->forget(m->ctx, node);
+	victim = ff_itab_find(op->s->itab, m->index, st.st_dev, st.st_ino);
+	if (!victim || S_ISDIR(st.st_mode))
+		return 0;
+	g_mutex_lock(&victim->lock);
+	open = victim->opencount > 0 && !victim->hidden_name;
+	g_mutex_unlock(&victim->lock);
+	if (!open)
+		return 0;
+	hidden = g_strdup_printf(".fedfuse_hidden%016" PRIx64 "%08x", victim->ino,
+				 (unsigned)g_atomic_int_add(&counter, 1));
+	rc = ops_of(m)->rename(m->ctx, &op->h.cred, dt->bnode, name, dt->bnode, hidden, 0);
+	if (rc < 0)
+		return rc;
+	ff_itab_ref(op->s->itab, dir); /* keeps the directory until the hidden name is removed */
+	g_mutex_lock(&victim->lock);
+	victim->hidden_parent = dir;
+	victim->hidden_name = g_steal_pointer(&hidden);
+	g_mutex_unlock(&victim->lock);
+	return 1;
+}
+
+static void ff_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct op op;
+	int rc;
+
+	rc = op_begin(req, parent, true, &op);
+	if (rc == 0)
+		rc = check_ns_name(&op, op.inode, name);
+	if (rc == 0)
+		rc = hide_if_open(&op, op.inode, &op.t, name);
+	if (rc == 0) {
+		rc = ops_of(op.t.mnt)->unlink ? ops_of(op.t.mnt)->unlink(op.t.mnt->ctx, &op.h.cred,
+									   op.t.bnode, name)
+					      : -EPERM;
+		rc = op_account(&op, FF_OP_REMOVE, rc);
+	}
+	reply_err(req, rc < 0 ? rc : 0);
+	op_end(&op);
+}
+
+static void ff_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct op op;
+	int rc;
+
+	rc = op_begin(req, parent, true, &op);
+	if (rc == 0)
+		rc = check_ns_name(&op, op.inode, name);
+	if (rc == 0) {
+		rc = ops_of(op.t.mnt)->rmdir ? ops_of(op.t.mnt)->rmdir(op.t.mnt->ctx, &op.h.cred,
+									 op.t.bnode, name)
+					     : -EPERM;
+		rc = op_account(&op, FF_OP_REMOVE, rc);
+	}
+	reply_err(req, rc);
+	op_end(&op);
+}
+
+static void ff_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	struct op op, nop;
+	int rc, nrc;
+
+	rc = op_begin(req, parent, true, &op);
+	nrc = op_begin(req, newparent, true, &nop);
+	if (rc == 0)
+		rc = nrc;
+	if (rc == 0 && op.t.mnt != nop.t.mnt)
+		rc = -EXDEV;
+	if (rc == 0 && flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
+		rc = -EINVAL;
+	if (rc == 0)
+		rc = check_ns_name(&op, op.inode, name);
+	if (rc == 0)
+		rc = check_ns_name(&op, nop.inode, newname);
+	if (rc == 0 && !(flags & (RENAME_NOREPLACE | RENAME_EXCHANGE))) {
+		rc = hide_if_open(&op, nop.inode, &nop.t, newname);
+		rc = rc > 0 ? 0 : rc;
+	}
+	if (rc == 0) {
+		rc = ops_of(op.t.mnt)->rename(op.t.mnt->ctx, &op.h.cred, op.t.bnode, name,
+					      nop.t.bnode, newname, flags);
+		rc = op_account(&op, FF_OP_RENAME, rc);
+	}
+	reply_err(req, rc);
+	op_end(&nop);
+	op_end(&op);
+}
+
+/* ---- files -------------------------------------------------------------------------------- */
+
+static bool same_version(struct ff_inode *inode, const struct stat *st)
+{
+	return inode->cache_valid && inode->cache_size == st->st_size &&
+	       inode->cache_mtime.tv_sec == st->st_mtim.tv_sec &&
+	       inode->cache_mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+static void remember_version(struct ff_inode *inode, const struct stat *st)
+{
+	g_mutex_lock(&inode->lock);
+	inode->cache_valid = true;
+	inode->cache_size = st->st_size;
+	inode->cache_mtime = st->st_mtim;
+	g_mutex_unlock(&inode->lock);
+}
+
+static struct ff_file *file_new(struct op *op, void *fh)
+{
+	struct ff_file *f = g_new0(struct ff_file, 1);
+
+	f->mnt = op->t.mnt;
+	f->inode = op->inode;
+	f->fh = fh;
+	f->fd = ops_of(f->mnt)->handle_fd ? ops_of(f->mnt)->handle_fd(f->mnt->ctx, fh) : -1;
+	g_atomic_int_inc(&f->mnt->open_files);
+	g_mutex_lock(&op->inode->lock);
+	op->inode->opencount++;
+	g_mutex_unlock(&op->inode->lock);
+	return f;
+}
+
+static void open_control(fuse_req_t req, struct op *op, struct fuse_file_info *fi)
+{
+	struct ff_file *f = g_new0(struct ff_file, 1);
+
+	f->inode = op->inode;
+	f->fd = -1;
+	f->text = ff_control_read(op->s, op->inode->ino, &f->len);
+	fi->fh = (uintptr_t)f;
+	fi->direct_io = 1;
+	fuse_reply_open(req, fi);
+}
+
+static void ff_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	int flags = fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY);
+	bool write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+	struct ff_file *f;
+	struct stat st;
+	struct op op;
+	void *fh;
+	int rc;
+
+	rc = op_begin(req, ino, write, &op);
+	if (rc == 0 && ff_control_is_control(ino)) {
+		open_control(req, &op, fi);
+		op_end(&op);
+		return;
+	}
+	if (rc == 0 && !op.t.mnt)
+		rc = -EISDIR;
+	if (rc == 0) {
+		rc = ops_of(op.t.mnt)->open(op.t.mnt->ctx, &op.h.cred, op.t.bnode, flags, &fh);
+		rc = op_account(&op, FF_OP_OPEN, rc);
+	}
+	if (rc < 0) {
+		reply_err(req, rc);
+		op_end(&op);
+		return;
+	}
+	f = file_new(&op, fh);
+	/* Close-to-open consistency: keep the kernel's cached pages only if the file has not
+	 * changed since they were read. */
+	if (!(flags & O_TRUNC) &&
+	    ops_of(op.t.mnt)->getattr(op.t.mnt->ctx, &op.h.cred, op.t.bnode, fh, &st) == 0) {
+		g_mutex_lock(&op.inode->lock);
+		fi->keep_cache = same_version(op.inode, &st);
+		g_mutex_unlock(&op.inode->lock);
+		remember_version(op.inode, &st);
+	}
+	if (flags & O_DIRECT)
+		fi->direct_io = 1;
+	fi->fh = (uintptr_t)f;
+	if (fuse_reply_open(req, fi) == -ENOENT) /* the opener was interrupted */
+		ops_of(f->mnt)->release(f->mnt->ctx, f->fh);
+	op_end(&op);
+}
+
+static void ff_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct fuse_entry_param e;
+	ff_node *node = NULL;
+	struct ff_file *f;
+	struct stat st;
+	struct op op;
+	void *fh;
+	int rc;
+
+	rc = op_begin(req, parent, true, &op);
+	if (rc == 0 && !ops_of(op.t.mnt)->create)
+		rc = -ENOSYS;
+	if (rc == 0) {
+		rc = ops_of(op.t.mnt)->create(op.t.mnt->ctx, &op.h.cred, op.t.bnode, name, mode,
+					      fi->flags & ~O_NOCTTY, &node, &st, &fh);
+		rc = op_account(&op, FF_OP_CREATE, rc);
+	}
+	if (rc < 0) {
+		reply_err(req, rc);
+		op_end(&op);
+		return;
+	}
+	ff_resolve_entry(op.s, op.t.mnt, node, &st, &e);
+	op.inode = ff_itab_get(op.s->itab, e.ino);
+	f = file_new(&op, fh);
+	remember_version(op.inode, &st);
+	if (fi->flags & O_DIRECT)
+		fi->direct_io = 1;
+	fi->fh = (uintptr_t)f;
+	fuse_reply_create(req, &e, fi);
+	op_end(&op);
+}
+
+/* A per-thread buffer for backends that cannot splice. */
+static char *io_buffer(size_t size)
+{
+	static __thread char *buf;
+	static __thread size_t cap;
+
+	if (size > cap) {
+		g_free(buf);
+		cap = MAX(size, (size_t)MAX_IO);
+		buf = g_malloc(cap);
+	}
+	return buf;
+}
+
+static void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct ff_file *f = file_of(fi);
+	gint64 start = g_get_monotonic_time();
+	ssize_t n;
+
+	if (!f->mnt) {
+		size_t from = MIN((size_t)off, f->len);
+
+		fuse_reply_buf(req, f->text + from, MIN(size, f->len - from));
+		return;
+	}
+	if (f->fd >= 0) {
+		struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+
+		buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+		buf.buf[0].fd = f->fd;
+		buf.buf[0].pos = off;
+		ff_mount_account(f->mnt, FF_OP_READ, 0, start);
+		fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+		return;
+	}
+	n = ops_of(f->mnt)->read(f->mnt->ctx, f->fh, io_buffer(size), size, off);
+	ff_mount_account(f->mnt, FF_OP_READ, n < 0 ? (int)n : 0, start);
+	if (n < 0)
+		reply_err(req, (int)n);
+	else
+		fuse_reply_buf(req, io_buffer(size), n);
+}
+
+static void ff_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
+			 struct fuse_file_info *fi)
+{
+	struct ff_file *f = file_of(fi);
+	size_t size = fuse_buf_size(in);
+	gint64 start = g_get_monotonic_time();
+	const void *data;
+	ssize_t n;
+
+	if (!f->mnt) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	f->wrote = true;
+	if (f->fd >= 0) {
+		struct fuse_bufvec out = FUSE_BUFVEC_INIT(size);
+
+		out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+		out.buf[0].fd = f->fd;
+		out.buf[0].pos = off;
+		n = fuse_buf_copy(&out, in, 0);
+	} else {
+		if (in->count == 1 && !(in->buf[0].flags & FUSE_BUF_IS_FD)) {
+			data = (const char *)in->buf[0].mem + in->off;
+		} else {
+			struct fuse_bufvec mem = FUSE_BUFVEC_INIT(size);
+
+			mem.buf[0].mem = io_buffer(size);
+			n = fuse_buf_copy(&mem, in, 0);
+			if (n < 0) {
+				reply_err(req, (int)n);
+				return;
+			}
+			size = n;
+			data = mem.buf[0].mem;
+		}
+		n = ops_of(f->mnt)->write(f->mnt->ctx, f->fh, data, size, off);
+	}
+	ff_mount_account(f->mnt, FF_OP_WRITE, n < 0 ? (int)n : 0, start);
+	if (n < 0)
+		reply_err(req, (int)n);
+	else
+		fuse_reply_write(req, n);
+}
+
+static void ff_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct ff_file *f = file_of(fi);
+	gint64 start = g_get_monotonic_time();
+	int rc = 0;
+
+	if (f->mnt && ops_of(f->mnt)->flush)
+		rc = ff_mount_account(f->mnt, FF_OP_SYNC, ops_of(f->mnt)->flush(f->mnt->ctx, f->fh),
+				      start);
+	reply_err(req, rc);
+}
+
+static void ff_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct ff_file *f = file_of(fi);
+	gint64 start = g_get_monotonic_time();
+	int rc = 0;
+
+	if (f->mnt && ops_of(f->mnt)->fsync)
+		rc = ff_mount_account(f->mnt, FF_OP_SYNC,
+				      ops_of(f->mnt)->fsync(f->mnt->ctx, f->fh, datasync), start);
+	reply_err(req, rc);
+}
+
+/* The last close of a file that was unlinked while open on a path-named backend. */
+static void remove_hidden(struct ff_state *s, struct ff_inode *inode)
+{
+	struct ff_inode *dir;
+	struct ff_cred_hold h;
+	struct ff_target t;
+	char *name;
+	int rc;
+
+	g_mutex_lock(&inode->lock);
+	dir = inode->opencount == 0 ? inode->hidden_parent : NULL;
+	name = dir ? g_steal_pointer(&inode->hidden_name) : NULL;
+	inode->hidden_parent = dir ? NULL : inode->hidden_parent;
+	g_mutex_unlock(&inode->lock);
+	if (!dir)
+		return;
+	ff_cred_self(&h);
+	rc = ff_target_get(s, &h.cred, dir, &t);
+	if (rc == 0) {
+		rc = ops_of(t.mnt)->unlink(t.mnt->ctx, &h.cred, t.bnode, name);
+		ff_target_put(s, &t);
+	}
+	if (rc < 0)
+		ff_log_once(LOG_WARNING, name, 60, "cannot remove %s (unlinked while open): %s",
+			    name, g_strerror(-rc));
+	ff_cred_put(&h);
+	ff_itab_forget(s->itab, dir->ino, 1);
+	g_free(name);
+}
+
+static void ff_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct ff_state *s = state(req);
+	struct ff_file *f = file_of(fi);
+	struct ff_cred_hold h;
+	struct stat st;
+	int rc;
+
+	if (!f->mnt)
+		goto out_free;
+	ff_cred_self(&h);
+	/* Our own writes changed mtime: remember the new version, so the next open keeps the
+	 * pages this one wrote. */
+	if (f->wrote &&
+	    ops_of(f->mnt)->getattr(f->mnt->ctx, &h.cred, f->inode->bnode, f->fh, &st) == 0)
+		remember_version(f->inode, &st);
+	ff_cred_put(&h);
+	rc = ops_of(f->mnt)->release(f->mnt->ctx, f->fh);
+	if (rc < 0)
+		ff_log_once(LOG_WARNING, f->mnt->loc.spec.uri, 60, "close on %s failed: %s",
+			    f->mnt->loc.spec.uri, g_strerror(-rc));
+	g_atomic_int_dec_and_test(&f->mnt->open_files);
+	g_mutex_lock(&f->inode->lock);
+	f->inode->opencount--;
+	g_mutex_unlock(&f->inode->lock);
+	remove_hidden(s, f->inode);
+out_free:
+	g_free(f->text);
+	g_free(f);
+	fuse_reply_err(req, 0);
+}
+
+static void ff_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+			 struct fuse_file_info *fi)
+{
+	struct ff_file *f = file_of(fi);
+	int rc = -EOPNOTSUPP;
+
+	if (f->mnt && f->mnt->loc.spec.read_only)
+		rc = -EROFS;
+	else if (f->mnt && ops_of(f->mnt)->fallocate)
+		rc = ff_mount_account(f->mnt, FF_OP_OTHER,
+				      ops_of(f->mnt)->fallocate(f->mnt->ctx, f->fh, mode, off, len),
+				      g_get_monotonic_time());
+	reply_err(req, rc);
+}
+
+static void ff_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	struct ff_file *f = file_of(fi);
+	off_t res;
+
+	if (!f->mnt || !ops_of(f->mnt)->lseek) {
+		fuse_reply_err(req, ENOSYS); /* the kernel then handles SEEK_DATA/HOLE itself */
+		return;
+	}
+	res = ops_of(f->mnt)->lseek(f->mnt->ctx, f->fh, off, whence);
+	if (res < 0)
+		reply_err(req, (int)res);
+	else
+		fuse_reply_lseek(req, res);
+}
+
+static void ff_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			       struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			       struct fuse_file_info *fi_out, size_t len, int flags)
+{
+	struct ff_file *in = file_of(fi_in), *out = file_of(fi_out);
+	ssize_t n;
+
+	if (!in->mnt || in->mnt != out->mnt || !ops_of(in->mnt)->copy_file_range) {
+		fuse_reply_err(req, EXDEV); /* the kernel falls back to read and write */
+		return;
+	}
+	out->wrote = true;
+	n = ops_of(in->mnt)->copy_file_range(in->mnt->ctx, in->fh, off_in, out->fh, off_out, len,
+					     flags);
+	if (n < 0)
+		reply_err(req, (int)n);
+	else
+		fuse_reply_write(req, n);
+}
+
+/* ---- directories -------------------------------------------------------------------------- */
+
+static void ff_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct ff_state *s = state(req);
+	struct ff_inode *inode = ff_itab_get(s->itab, ino);
+	struct ff_cred_hold h;
+	struct ff_dir *dir;
+	int rc;
+
+	if (!inode) {
+		fuse_reply_err(req, ESTALE);
+		return;
+	}
+	ff_cred_get(req, &h);
+	rc = ff_dir_open(s, &h.cred, inode, &dir);
+	ff_cred_put(&h);
+	if (rc < 0) {
+		reply_err(req, rc);
+		return;
+	}
+	fi->fh = (uintptr_t)dir;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		ff_dir_release(s, dir);
+}
+
+static void do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
+		       bool plus)
+{
+	struct ff_cred_hold h;
+
+	ff_cred_get(req, &h);
+	ff_dir_read(state(req), req, &h.cred, (struct ff_dir *)(uintptr_t)fi->fh, size, off, plus);
+	ff_cred_put(&h);
+}
+
+static void ff_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	do_readdir(req, size, off, fi, false);
+}
+
+static void ff_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	do_readdir(req, size, off, fi, true);
+}
+
+static void ff_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	ff_dir_release(state(req), (struct ff_dir *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void ff_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	reply_err(req, ff_dir_fsync(state(req), (struct ff_dir *)(uintptr_t)fi->fh, datasync));
+}
+
+static void ff_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs st = { .f_bsize = 4096, .f_frsize = 4096, .f_namemax = 255 };
+	struct op op;
+	int rc;
+
+	rc = op_begin(req, ino, false, &op);
+	if (rc == 0 && op.t.mnt && ops_of(op.t.mnt)->statfs) {
+		rc = ops_of(op.t.mnt)->statfs(op.t.mnt->ctx, &op.h.cred, op.t.bnode, &st);
+		rc = op_account(&op, FF_OP_STATFS, rc);
+	}
+	if (rc < 0)
+		reply_err(req, rc);
+	else
+		fuse_reply_statfs(req, &st);
+	op_end(&op);
+}
+
+/* ---- extended attributes ------------------------------------------------------------------ */
+
+/* Junction values are the namespace's business, not its users'. */
+static bool xattr_hidden(const char *name)
+{
+	return g_str_has_prefix(name, "user.fedfuse.") || g_str_has_prefix(name, "trusted.junction.");
+}
+
+static int xattr_begin(fuse_req_t req, fuse_ino_t ino, bool write, struct op *op)
+{
+	int rc = op_begin(req, ino, write, op);
+
+	if (rc == 0 && (!op->t.mnt || !(op->t.mnt->be->caps & FF_CAP_XATTR)))
+		rc = op->t.mnt ? -EOPNOTSUPP : (write ? -EROFS : -ENODATA);
+	return rc;
+}
+
+static void ff_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	struct op op;
+	int rc;
+
+	rc = xattr_begin(req, ino, true, &op);
+	if (rc == 0 && xattr_hidden(name))
+		rc = -EPERM;
+	if (rc == 0) {
+		rc = ops_of(op.t.mnt)->setxattr(op.t.mnt->ctx, &op.h.cred, op.t.bnode, name, value,
+						size, flags);
+		rc = op_account(&op, FF_OP_XATTR, rc);
+	}
+	reply_err(req, rc);
+	op_end(&op);
+}
+
+/* Reply with a value of `len` bytes to a request for `size` bytes (0: the length). */
+static void reply_xattr_value(fuse_req_t req, const char *value, size_t len, size_t size)
+{
+	if (size == 0)
+		fuse_reply_xattr(req, len);
+	else if (len > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, value, len);
+}
+
+static void ff_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	g_autofree char *buf = size ? g_malloc(size) : NULL;
+	struct op op;
+	ssize_t n = 0;
+	int rc;
+
+	rc = op_begin(req, ino, false, &op);
+	if (rc == 0 && strcmp(name, LOCATION_XATTR) == 0) {
+		if (op.t.mnt)
+			reply_xattr_value(req, op.t.mnt->loc.spec.uri,
+					  strlen(op.t.mnt->loc.spec.uri), size);
+		else
+			fuse_reply_err(req, ENODATA);
+		op_end(&op);
+		return;
+	}
+	if (rc == 0 && (!op.t.mnt || !(op.t.mnt->be->caps & FF_CAP_XATTR)))
+		rc = op.t.mnt ? -EOPNOTSUPP : -ENODATA;
+	if (rc == 0 && xattr_hidden(name))
+		rc = -ENODATA;
+	if (rc == 0) {
+		n = ops_of(op.t.mnt)->getxattr(op.t.mnt->ctx, &op.h.cred, op.t.bnode, name, buf,
+					       size);
+		rc = op_account(&op, FF_OP_XATTR, n < 0 ? (int)n : 0);
+	}
+	if (rc < 0)
+		reply_err(req, rc);
+	else if (size == 0)
+		fuse_reply_xattr(req, n);
+	else
+		fuse_reply_buf(req, buf, n);
+	op_end(&op);
+}
+
+/* The backend's attribute names without the hidden ones. */
+static ssize_t list_visible(struct op *op, char **out)
+{
+	ssize_t n, used = 0;
+	char *list = NULL;
+
+	for (int tries = 0; tries < 5; tries++) {
+		n = ops_of(op->t.mnt)->listxattr(op->t.mnt->ctx, &op->h.cred, op->t.bnode, NULL, 0);
+		if (n <= 0)
+			break;
+		list = g_realloc(list, n);
+		n = ops_of(op->t.mnt)->listxattr(op->t.mnt->ctx, &op->h.cred, op->t.bnode, list,
+						 n);
+		if (n != -ERANGE)
+			break;
+	}
+	if (n < 0) {
+		g_free(list);
+		return n;
+	}
+	for (ssize_t i = 0; i < n; i += strlen(list + i) + 1) {
+		size_t len = strlen(list + i) + 1;
+
+		if (!xattr_hidden(list + i)) {
+			memmove(list + used, list + i, len);
+			used += len;
+		}
+	}
+	*out = list;
+	return used;
+}
+
+static void ff_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	g_autofree char *list = NULL;
+	struct op op;
+	ssize_t n = 0;
+	int rc;
+
+	rc = xattr_begin(req, ino, false, &op);
+	if (rc == -ENODATA || rc == -EOPNOTSUPP)
+		rc = 0; /* nothing to list */
+	else if (rc == 0)
+		n = list_visible(&op, &list);
+	if (rc == 0 && n < 0)
+		rc = (int)n;
+	rc = op_account(&op, FF_OP_XATTR, rc);
+	if (rc < 0)
+		reply_err(req, rc);
+	else
+		reply_xattr_value(req, list, n, size);
+	op_end(&op);
+}
+
+static void ff_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct op op;
+	int rc;
+
+	rc = xattr_begin(req, ino, true, &op);
+	if (rc == 0 && xattr_hidden(name))
+		rc = -EPERM;
+	if (rc == 0) {
+		rc = ops_of(op.t.mnt)->removexattr(op.t.mnt->ctx, &op.h.cred, op.t.bnode, name);
+		rc = op_account(&op, FF_OP_XATTR, rc);
+	}
+	reply_err(req, rc);
+	op_end(&op);
+}
+
+const struct fuse_lowlevel_ops ff_ops = {
+	.init = ff_init,
+	.lookup = ff_lookup,
+	.forget = ff_forget,
+	.forget_multi = ff_forget_multi,
+	.getattr = ff_getattr,
+	.setattr = ff_setattr,
+	.readlink = ff_readlink,
+	.mknod = ff_mknod,
+	.mkdir = ff_mkdir,
+	.symlink = ff_symlink,
+	.link = ff_link,
+	.unlink = ff_unlink,
+	.rmdir = ff_rmdir,
+	.rename = ff_rename,
+	.open = ff_open,
+	.create = ff_create,
+	.read = ff_read,
+	.write_buf = ff_write_buf,
+	.flush = ff_flush,
+	.fsync = ff_fsync,
+	.release = ff_release,
+	.fallocate = ff_fallocate,
+	.lseek = ff_lseek,
+	.copy_file_range = ff_copy_file_range,
+	.opendir = ff_opendir,
+	.readdir = ff_readdir,
+	.readdirplus = ff_readdirplus,
+	.releasedir = ff_releasedir,
+	.fsyncdir = ff_fsyncdir,
+	.statfs = ff_statfs,
+	.setxattr = ff_setxattr,
+	.getxattr = ff_getxattr,
+	.listxattr = ff_listxattr,
+	.removexattr = ff_removexattr,
+};

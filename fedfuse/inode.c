@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * inode.c - the inode table (see inode.h for the numbering and the locking rules).
+ */
+#include "fedfuse/inode.h"
+
+#define INO_BITS 48
+#define INO_MASK ((UINT64_C(1) << INO_BITS) - 1)
+#define FALLBACK_INDEX UINT64_C(0xffff)
+
+/* The identity of an object: key of the `by_obj` map. */
+struct obj_key {
+	uint16_t mnt_index;
+	dev_t dev;
+	ino_t bino;
+};
+
+struct ff_itab {
+	GMutex lock;
+	GHashTable *by_ino;	 /* uint64_t ino -> struct ff_inode * (key points into it) */
+	GHashTable *by_obj;	 /* struct obj_key * -> struct ff_inode * (key owned) */
+	GHashTable *virtual_ino; /* namespace path -> number, never shrinks (few entries) */
+	uint64_t next_virtual;
+	uint64_t next_fallback;
+	ff_inode_release_fn release;
+	void *release_data;
+};
+
+static guint obj_hash(gconstpointer p)
+{
+	const struct obj_key *k = p;
+	uint64_t h = (uint64_t)k->bino * UINT64_C(0x9e3779b97f4a7c15);
+
+	h ^= (uint64_t)k->dev * UINT64_C(0xc2b2ae3d27d4eb4f) + k->mnt_index;
+	return (guint)(h ^ (h >> 32));
+}
+
+static gboolean obj_equal(gconstpointer a, gconstpointer b)
+{
+	const struct obj_key *x = a, *y = b;
+
+	return x->mnt_index == y->mnt_index && x->dev == y->dev && x->bino == y->bino;
+}
+
+struct ff_itab *ff_itab_new(ff_inode_release_fn release, void *data)
+{
+	struct ff_itab *itab = g_new0(struct ff_itab, 1);
+
+	g_mutex_init(&itab->lock);
+	itab->by_ino = g_hash_table_new(g_int64_hash, g_int64_equal);
+	itab->by_obj = g_hash_table_new_full(obj_hash, obj_equal, g_free, NULL);
+	itab->virtual_ino = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	itab->next_virtual = FF_INO_VIRTUAL_FIRST;
+	itab->next_fallback = FALLBACK_INDEX << INO_BITS;
+	itab->release = release;
+	itab->release_data = data;
+	return itab;
+}
+
+static void inode_free(struct ff_itab *itab, struct ff_inode *inode)
+{
+	if (itab->release)
+		itab->release(inode, itab->release_data);
+	g_free(inode->ns_path);
+	g_free(inode->hidden_name);
+	g_mutex_clear(&inode->lock);
+	g_free(inode);
+}
+
+void ff_itab_free(struct ff_itab *itab)
+{
+	GHashTableIter it;
+	gpointer value;
+
+	if (!itab)
+		return;
+	g_hash_table_iter_init(&it, itab->by_ino);
+	while (g_hash_table_iter_next(&it, NULL, &value))
+		inode_free(itab, value);
+	g_hash_table_destroy(itab->by_ino);
+	g_hash_table_destroy(itab->by_obj);
+	g_hash_table_destroy(itab->virtual_ino);
+	g_mutex_clear(&itab->lock);
+	g_free(itab);
+}
+
+struct ff_inode *ff_itab_get(struct ff_itab *itab, uint64_t ino)
+{
+	struct ff_inode *inode;
+
+	g_mutex_lock(&itab->lock);
+	inode = g_hash_table_lookup(itab->by_ino, &ino);
+	g_mutex_unlock(&itab->lock);
+	return inode;
+}
+
+static uint64_t compose(uint16_t mnt_index, ino_t bino)
+{
+	if ((uint64_t)bino > INO_MASK || bino == 0)
+		return 0;
+	return ((uint64_t)mnt_index << INO_BITS) | (uint64_t)bino;
+}
+
+uint64_t ff_itab_predict(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino)
+{
+	struct obj_key key = { mnt_index, dev, bino };
+	struct ff_inode *inode;
+	uint64_t ino;
+
+	g_mutex_lock(&itab->lock);
+	inode = g_hash_table_lookup(itab->by_obj, &key);
+	ino = inode ? inode->ino : compose(mnt_index, bino);
+	g_mutex_unlock(&itab->lock);
+	return ino ? ino : FALLBACK_INDEX << INO_BITS;
+}
+
+struct ff_inode *ff_itab_find(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino)
+{
+	struct obj_key key = { mnt_index, dev, bino };
+	struct ff_inode *inode;
+
+	g_mutex_lock(&itab->lock);
+	inode = g_hash_table_lookup(itab->by_obj, &key);
+	g_mutex_unlock(&itab->lock);
+	return inode;
+}
+
+void ff_itab_ref(struct ff_itab *itab, struct ff_inode *inode)
+{
+	g_mutex_lock(&itab->lock);
+	inode->nlookup++;
+	g_mutex_unlock(&itab->lock);
+}
+
+/* Number a new object; called with the table mutex held. */
+static uint64_t assign_locked(struct ff_itab *itab, uint16_t mnt_index, ino_t bino)
+{
+	uint64_t ino = compose(mnt_index, bino);
+
+	while (ino == 0 || g_hash_table_contains(itab->by_ino, &ino))
+		ino = ++itab->next_fallback;
+	return ino;
+}
+
+static struct ff_inode *insert_locked(struct ff_itab *itab, uint64_t ino)
+{
+	struct ff_inode *inode = g_new0(struct ff_inode, 1);
+
+	g_mutex_init(&inode->lock);
+	inode->ino = ino;
+	inode->nlookup = 1;
+	g_hash_table_insert(itab->by_ino, &inode->ino, inode);
+	return inode;
+}
+
+struct ff_inode *ff_itab_intern(struct ff_itab *itab, struct ff_mount *mnt, uint16_t mnt_index,
+				dev_t dev, ino_t bino, ff_node *bnode, mode_t type, bool *created)
+{
+	struct obj_key key = { mnt_index, dev, bino };
+	struct ff_inode *inode;
+
+	g_mutex_lock(&itab->lock);
+	inode = g_hash_table_lookup(itab->by_obj, &key);
+	if (inode) {
+		inode->nlookup++;
+		*created = false;
+		goto out_unlock;
+	}
+	inode = insert_locked(itab, assign_locked(itab, mnt_index, bino));
+	inode->mnt_index = mnt_index;
+	inode->dev = dev;
+	inode->bino = bino;
+	inode->mnt = mnt;
+	inode->bnode = bnode;
+	inode->type = type & S_IFMT;
+	g_hash_table_insert(itab->by_obj, g_memdup2(&key, sizeof(key)), inode);
+	*created = true;
+out_unlock:
+	g_mutex_unlock(&itab->lock);
+	return inode;
+}
+
+struct ff_inode *ff_itab_intern_virtual(struct ff_itab *itab, uint64_t ino, const char *ns_path)
+{
+	struct ff_inode *inode;
+
+	g_mutex_lock(&itab->lock);
+	if (ino == 0) {
+		gpointer known = g_hash_table_lookup(itab->virtual_ino, ns_path);
+
+		if (known) {
+			ino = GPOINTER_TO_SIZE(known);
+		} else {
+			ino = itab->next_virtual++;
+			g_hash_table_insert(itab->virtual_ino, g_strdup(ns_path),
+					    GSIZE_TO_POINTER(ino));
+		}
+	}
+	inode = g_hash_table_lookup(itab->by_ino, &ino);
+	if (inode) {
+		inode->nlookup++;
+	} else {
+		inode = insert_locked(itab, ino);
+		inode->pinned = true;
+		inode->type = S_IFDIR;
+		inode->ns_path = ns_path ? g_strdup(ns_path) : NULL;
+	}
+	g_mutex_unlock(&itab->lock);
+	return inode;
+}
+
+void ff_itab_forget(struct ff_itab *itab, uint64_t ino, uint64_t n)
+{
+	struct ff_inode *inode;
+
+	g_mutex_lock(&itab->lock);
+	inode = g_hash_table_lookup(itab->by_ino, &ino);
+	if (!inode) {
+		g_mutex_unlock(&itab->lock);
+		return;
+	}
+	inode->nlookup = n >= inode->nlookup ? 0 : inode->nlookup - n;
+	if (inode->nlookup > 0 || inode->pinned) {
+		g_mutex_unlock(&itab->lock);
+		return;
+	}
+	g_hash_table_remove(itab->by_ino, &inode->ino);
+	if (inode->mnt) {
+		struct obj_key key = { inode->mnt_index, inode->dev, inode->bino };
+
+		g_hash_table_remove(itab->by_obj, &key);
+	}
+	g_mutex_unlock(&itab->lock);
+	inode_free(itab, inode);
+}
+
+size_t ff_itab_count(struct ff_itab *itab)
+{
+	size_t n;
+
+	g_mutex_lock(&itab->lock);
+	n = g_hash_table_size(itab->by_ino);
+	g_mutex_unlock(&itab->lock);
+	return n;
+}
+
+void ff_itab_foreach(struct ff_itab *itab, void (*fn)(struct ff_inode *inode, void *data),
+		     void *data)
+{
+	GHashTableIter it;
+	gpointer value;
+
+	g_mutex_lock(&itab->lock);
+	g_hash_table_iter_init(&it, itab->by_ino);
+	while (g_hash_table_iter_next(&it, NULL, &value))
+		fn(value, data);
+	g_mutex_unlock(&itab->lock);
+}

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * inode.h - the inode table: FUSE inode numbers <-> (location, backend object).
+ *
+ * An inode number is stable for the life of the mount: an object seen again gets the number it
+ * had, computed from its location and its backend identity (st_dev, st_ino), so st_ino does not
+ * change when the kernel forgets and re-learns an inode. Hard links share one inode.
+ *
+ * Numbers: 1 is the root; other namespace-only inodes (virtual directories, the control
+ * directory and its files) have small numbers (mount index 0); an object of the location with
+ * mount index M (1..0xfffe) and backend inode B has (M << 48) | B, unless B does not fit in 48
+ * bits or that number is taken by another object, in which case it gets a number from a
+ * counter in the 0xffff range.
+ *
+ * Locking: the table's mutex guards both maps, every nlookup and the table's membership. An
+ * inode's `lock` guards its mutable cache fields. Order: table mutex before an inode's lock.
+ */
+#ifndef FEDFUSE_INODE_H
+#define FEDFUSE_INODE_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "backends/backend.h"
+
+#define FF_INO_ROOT 1
+#define FF_INO_CONTROL 2 /* the hidden /.fedfuse directory */
+#define FF_INO_CONTROL_FIRST 3 /* its files */
+#define FF_INO_VIRTUAL_FIRST 16
+#define FF_MOUNT_INDEX_MAX 0xfffe
+
+struct ff_mount;
+
+struct ff_inode {
+	uint64_t ino;
+	uint64_t nlookup; /* the kernel's references; under the table mutex */
+	bool pinned;	  /* never freed (root, virtual and control inodes) */
+
+	/* Identity: which location and which object in it. mnt is NULL for namespace-only inodes. */
+	uint16_t mnt_index;
+	dev_t dev;
+	ino_t bino;
+	struct ff_mount *mnt;
+	ff_node *bnode;
+	mode_t type; /* S_IFMT bits */
+
+	/* The namespace path for inodes that are part of the namespace tree (virtual directories,
+	 * referral roots, directories with nested referrals below them), else NULL. Set at creation
+	 * and updated by lookups under `lock`. */
+	char *ns_path;
+
+	GMutex lock;
+	/* Close-to-open consistency: the data version the kernel's page cache holds. */
+	bool cache_valid;
+	struct timespec cache_mtime;
+	off_t cache_size;
+	int opencount;
+	/* Set when an open file was unlinked and renamed to a hidden name (path-named backends):
+	 * the hidden name is removed at last close. */
+	struct ff_inode *hidden_parent;
+	char *hidden_name;
+};
+
+/* Called when an inode leaves the table (its last lookup was forgotten), without the table
+ * mutex held: release the backend node and the inode's strings, but not the inode itself. */
+typedef void (*ff_inode_release_fn)(struct ff_inode *inode, void *data);
+
+struct ff_itab;
+
+struct ff_itab *ff_itab_new(ff_inode_release_fn release, void *data);
+/* Releases every inode still in the table. */
+void ff_itab_free(struct ff_itab *itab);
+
+/* The inode with this number, or NULL. The pointer stays valid while the kernel holds a
+ * reference, i.e. for the duration of any request that names it. */
+struct ff_inode *ff_itab_get(struct ff_itab *itab, uint64_t ino);
+
+/* The inode for object (mnt_index, dev, bino), counting one lookup. If it exists, *created is
+ * false and the caller still owns `bnode` (to forget or relink); otherwise a new inode takes
+ * `mnt`, `bnode` and `type`. */
+struct ff_inode *ff_itab_intern(struct ff_itab *itab, struct ff_mount *mnt, uint16_t mnt_index,
+				dev_t dev, ino_t bino, ff_node *bnode, mode_t type, bool *created);
+
+/* A pinned namespace-only inode: `ino` FF_INO_ROOT or a control inode, or 0 to number it by
+ * `ns_path` (the same path always gets the same number). Counts one lookup. */
+struct ff_inode *ff_itab_intern_virtual(struct ff_itab *itab, uint64_t ino, const char *ns_path);
+
+/* The inode of object (mnt_index, dev, bino) if the table has it, counting nothing. */
+struct ff_inode *ff_itab_find(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino);
+
+/* Count one more lookup of an inode the caller holds (a new hard link, an internal hold). */
+void ff_itab_ref(struct ff_itab *itab, struct ff_inode *inode);
+
+/* The number an object would get if it were interned now (readdir's d_ino). */
+uint64_t ff_itab_predict(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino);
+
+/* Undo `n` lookups; the inode is released when none remain (unless pinned). */
+void ff_itab_forget(struct ff_itab *itab, uint64_t ino, uint64_t n);
+
+/* Inodes currently in the table. */
+size_t ff_itab_count(struct ff_itab *itab);
+
+/* Call fn on every inode (under the table mutex: fn must
+ * not call back into the table). */
+void ff_itab_foreach(struct ff_itab *itab, void (*fn)(struct ff_inode *inode, void *data),
+		     void *data);
+
+#endif /* FEDFUSE_INODE_H */

@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * location.c - connecting locations lazily, tracking whether each is reachable, and counting
+ * what is done to it.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "fedfuse/inode.h"
+#include "fedfuse/location.h"
+#include "fedfuse/log.h"
+#include "fedfuse/plugins.h"
+
+#define BACKOFF_MIN 1.0
+#define BACKOFF_MAX 60.0
+
+struct ff_mounts {
+	GMutex lock;
+	GHashTable *by_key; /* key -> struct ff_mount * */
+	GPtrArray *list;    /* in index order */
+};
+
+static const char *const op_names[FF_OP_COUNT] = {
+	[FF_OP_LOOKUP] = "lookup", [FF_OP_GETATTR] = "getattr", [FF_OP_SETATTR] = "setattr",
+	[FF_OP_READLINK] = "readlink", [FF_OP_CREATE] = "create", [FF_OP_REMOVE] = "remove",
+	[FF_OP_RENAME] = "rename", [FF_OP_OPEN] = "open", [FF_OP_READ] = "read",
+	[FF_OP_WRITE] = "write", [FF_OP_SYNC] = "sync", [FF_OP_READDIR] = "readdir",
+	[FF_OP_STATFS] = "statfs", [FF_OP_XATTR] = "xattr", [FF_OP_OTHER] = "other",
+};
+
+struct ff_mounts *ff_mounts_new(void)
+{
+	struct ff_mounts *mounts = g_new0(struct ff_mounts, 1);
+
+	g_mutex_init(&mounts->lock);
+	mounts->by_key = g_hash_table_new(g_str_hash, g_str_equal);
+	mounts->list = g_ptr_array_new();
+	return mounts;
+}
+
+void ff_mounts_free(struct ff_mounts *mounts)
+{
+	if (!mounts)
+		return;
+	for (guint i = 0; i < mounts->list->len; i++) {
+		struct ff_mount *m = mounts->list->pdata[i];
+
+		if (m->ctx && m->be->ops->unmount)
+			m->be->ops->unmount(m->ctx);
+		ff_location_clear(&m->loc);
+		g_free(m->key);
+		g_free(m->ns_path);
+		g_free(m->last_error);
+		g_mutex_clear(&m->lock);
+		g_free(m);
+	}
+	g_ptr_array_free(mounts->list, TRUE);
+	g_hash_table_destroy(mounts->by_key);
+	g_mutex_clear(&mounts->lock);
+	g_free(mounts);
+}
+
+/* Everything that changes how a location is reached makes it a different mount. */
+static char *mount_key(const char *ns_path, const struct ff_location_spec *s, double attr_timeout)
+{
+	return g_strdup_printf("%s|%s|%g|%g|%d|%s|%d:%u|%d:%u|%o|%o", ns_path, s->uri, attr_timeout,
+			       s->timeout, s->read_only,
+			       s->credentials ? s->credentials : "", s->uid_set, (unsigned)s->uid,
+			       s->gid_set, (unsigned)s->gid, (unsigned)s->file_mode,
+			       (unsigned)s->dir_mode);
+}
+
+/* Deep copy of a location: the namespace that owns the original may be freed by a reload. */
+static void location_copy(struct ff_location *dst, const struct ff_location *src)
+{
+	*dst = *src;
+	dst->spec.uri = g_strdup(src->spec.uri);
+	dst->spec.scheme = g_strdup(src->spec.scheme);
+	dst->spec.host = g_strdup(src->spec.host);
+	dst->spec.path = g_strdup(src->spec.path);
+	dst->spec.query = g_strdup(src->spec.query);
+	dst->spec.credentials = g_strdup(src->spec.credentials);
+}
+
+struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
+			       const struct ff_location *loc, double attr_timeout)
+{
+	g_autofree char *key = mount_key(ns_path, &loc->spec, attr_timeout);
+	struct ff_mount *m;
+
+	g_mutex_lock(&mounts->lock);
+	m = g_hash_table_lookup(mounts->by_key, key);
+	if (!m && mounts->list->len < FF_MOUNT_INDEX_MAX) {
+		m = g_new0(struct ff_mount, 1);
+		m->index = mounts->list->len + 1;
+		m->key = g_steal_pointer(&key);
+		m->ns_path = g_strdup(ns_path);
+		m->attr_timeout = attr_timeout;
+		location_copy(&m->loc, loc);
+		g_mutex_init(&m->lock);
+		m->state = FF_MOUNT_IDLE;
+		m->since = g_get_monotonic_time();
+		m->backoff = BACKOFF_MIN;
+		g_ptr_array_add(mounts->list, m);
+		g_hash_table_insert(mounts->by_key, m->key, m);
+	}
+	g_mutex_unlock(&mounts->lock);
+	return m;
+}
+
+bool ff_errno_is_connection(int err)
+{
+	switch (err < 0 ? -err : err) {
+	case ETIMEDOUT:
+	case ECONNREFUSED:
+	case ECONNRESET:
+	case ECONNABORTED:
+	case EHOSTUNREACH:
+	case ENETUNREACH:
+	case EHOSTDOWN:
+	case ENOTCONN:
+	case EPIPE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Called with m->lock held. */
+static void set_down(struct ff_mount *m, int err, const char *msg)
+{
+	gint64 now = g_get_monotonic_time();
+
+	if (m->state != FF_MOUNT_DOWN) {
+		m->since = now;
+		m->backoff = BACKOFF_MIN;
+		ff_warn("location %s is unreachable: %s", m->loc.spec.uri,
+			msg ? msg : g_strerror(-err));
+	} else {
+		m->backoff = MIN(m->backoff * 2, BACKOFF_MAX);
+	}
+	m->state = FF_MOUNT_DOWN;
+	m->retry_at = now + (gint64)(m->backoff * G_USEC_PER_SEC);
+	g_free(m->last_error);
+	m->last_error = g_strdup(msg ? msg : g_strerror(-err));
+}
+
+/* Called with m->lock held. */
+static void set_up(struct ff_mount *m)
+{
+	if (m->state == FF_MOUNT_DOWN)
+		ff_info("location %s is reachable again", m->loc.spec.uri);
+	if (m->state != FF_MOUNT_UP)
+		m->since = g_get_monotonic_time();
+	m->state = FF_MOUNT_UP;
+	m->backoff = BACKOFF_MIN;
+}
+
+int ff_mount_connect(struct ff_mount *m)
+{
+	g_autofree char *msg = NULL;
+	char *bmsg = NULL;
+	int rc = 0;
+
+	g_mutex_lock(&m->lock);
+	if (m->ctx && m->state != FF_MOUNT_DOWN)
+		goto out_unlock;
+	if (m->state == FF_MOUNT_DOWN && g_get_monotonic_time() < m->retry_at) {
+		rc = -EHOSTDOWN;
+		goto out_unlock;
+	}
+	if (m->ctx) { /* down, back-off expired: let the next operation try */
+		m->retry_at = g_get_monotonic_time() + (gint64)(m->backoff * G_USEC_PER_SEC);
+		goto out_unlock;
+	}
+	if (!m->be) {
+		m->be = ff_plugin_find(m->loc.spec.scheme, &msg);
+		if (!m->be) {
+			rc = -ENOSYS;
+			set_down(m, rc, msg);
+			goto out_unlock;
+		}
+	}
+	/* Connecting under the mount's lock serialises the first users of this location, which is
+	 * what we want: one connection attempt, not one per waiting request. */
+	rc = m->be->ops->mount(&m->loc.spec, NULL, &m->ctx, &bmsg);
+	if (rc < 0) {
+		m->ctx = NULL;
+		set_down(m, rc, bmsg);
+		g_free(bmsg);
+		goto out_unlock;
+	}
+	set_up(m);
+out_unlock:
+	g_mutex_unlock(&m->lock);
+	return rc;
+}
+
+int ff_mount_account(struct ff_mount *m, enum ff_op op, int rc, gint64 start_usec)
+{
+	struct ff_op_stats *s = &m->stats[op];
+	bool conn = ff_errno_is_connection(rc);
+
+	__atomic_fetch_add(&s->calls, 1, __ATOMIC_RELAXED);
+	if (rc < 0)
+		__atomic_fetch_add(&s->errors, 1, __ATOMIC_RELAXED);
+	if (start_usec)
+		__atomic_fetch_add(&s->usec, g_get_monotonic_time() - start_usec, __ATOMIC_RELAXED);
+	if (conn || (rc >= 0 && m->state == FF_MOUNT_DOWN)) {
+		g_mutex_lock(&m->lock);
+		if (conn)
+			set_down(m, rc, NULL);
+		else
+			set_up(m);
+		g_mutex_unlock(&m->lock);
+	}
+	return rc;
+}
+
+static const char *state_name(enum ff_mount_state s)
+{
+	return s == FF_MOUNT_UP ? "up" : s == FF_MOUNT_DOWN ? "down" : "idle";
+}
+
+void ff_mounts_describe_locations(struct ff_mounts *mounts, GString *out)
+{
+	gint64 now = g_get_monotonic_time();
+
+	g_mutex_lock(&mounts->lock);
+	for (guint i = 0; i < mounts->list->len; i++) {
+		struct ff_mount *m = mounts->list->pdata[i];
+
+		g_mutex_lock(&m->lock);
+		g_string_append_printf(out, "%s\t%s\tstate=%s\tsince=%.0fs\topen=%d", m->ns_path,
+				       m->loc.spec.uri, state_name(m->state), (now - m->since) / 1e6,
+				       g_atomic_int_get(&m->open_files));
+		if (m->last_error)
+			g_string_append_printf(out, "\tlast-error=%s", m->last_error);
+		g_string_append_c(out, '\n');
+		g_mutex_unlock(&m->lock);
+	}
+	g_mutex_unlock(&mounts->lock);
+}
+
+void ff_mounts_describe_stats(struct ff_mounts *mounts, GString *out)
+{
+	g_mutex_lock(&mounts->lock);
+	for (guint i = 0; i < mounts->list->len; i++) {
+		struct ff_mount *m = mounts->list->pdata[i];
+
+		g_string_append_printf(out, "location %s %s\n", m->ns_path, m->loc.spec.uri);
+		for (int op = 0; op < FF_OP_COUNT; op++) {
+			gint64 calls = __atomic_load_n(&m->stats[op].calls, __ATOMIC_RELAXED);
+
+			if (!calls)
+				continue;
+			g_string_append_printf(out, "  %-9s calls=%" G_GINT64_FORMAT
+						    " errors=%" G_GINT64_FORMAT " avg_us=%.1f\n",
+					       op_names[op], calls,
+					       __atomic_load_n(&m->stats[op].errors, __ATOMIC_RELAXED),
+					       (double)__atomic_load_n(&m->stats[op].usec, __ATOMIC_RELAXED) /
+						       calls);
+		}
+	}
+	g_mutex_unlock(&mounts->lock);
+}

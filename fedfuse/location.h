@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * location.h - live locations ("mounts"): one backend context per distinct location, connected
+ * on first use, with its state (up, down since when, last error) and per-operation statistics.
+ * A mount outlives namespace reloads that keep its location, so open files keep working.
+ */
+#ifndef FEDFUSE_LOCATION_H
+#define FEDFUSE_LOCATION_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backends/backend.h"
+#include "fedfuse/namespace.h"
+
+enum ff_op {
+	FF_OP_LOOKUP,
+	FF_OP_GETATTR,
+	FF_OP_SETATTR,
+	FF_OP_READLINK,
+	FF_OP_CREATE, /* mknod, mkdir, symlink, link, create */
+	FF_OP_REMOVE, /* unlink, rmdir */
+	FF_OP_RENAME,
+	FF_OP_OPEN,
+	FF_OP_READ,
+	FF_OP_WRITE,
+	FF_OP_SYNC, /* flush, fsync, fsyncdir */
+	FF_OP_READDIR,
+	FF_OP_STATFS,
+	FF_OP_XATTR,
+	FF_OP_OTHER, /* fallocate, lseek, copy_file_range, locks */
+	FF_OP_COUNT
+};
+
+struct ff_op_stats {
+	gint64 calls;
+	gint64 errors;
+	gint64 usec; /* total latency */
+};
+
+enum ff_mount_state { FF_MOUNT_IDLE, FF_MOUNT_UP, FF_MOUNT_DOWN };
+
+struct ff_mount {
+	uint16_t index; /* 1..FF_MOUNT_INDEX_MAX, part of inode numbers */
+	char *key;	/* what makes two locations the same mount */
+	char *ns_path;	/* the referral it serves: two referrals never share a mount */
+	struct ff_location loc;
+	double attr_timeout; /* seconds the kernel may cache its entries and attributes */
+	const struct ff_backend *be;
+	void *ctx; /* the backend's context once connected; never changes after */
+
+	GMutex lock; /* guards the fields below */
+	enum ff_mount_state state;
+	gint64 since;	 /* monotonic usec of the last state change */
+	gint64 retry_at; /* while down: when to try again */
+	double backoff;	 /* seconds */
+	char *last_error;
+
+	gint open_files; /* open handles, for silly rename decisions */
+	struct ff_op_stats stats[FF_OP_COUNT]; /* updated atomically */
+};
+
+struct ff_mounts;
+
+struct ff_mounts *ff_mounts_new(void);
+/* Unmounts every connected location. */
+void ff_mounts_free(struct ff_mounts *mounts);
+
+/* The mount for `loc` of the referral at `ns_path` (its own copy), made on first use; not
+ * connected yet. NULL only when FF_MOUNT_INDEX_MAX mounts exist. */
+struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
+			       const struct ff_location *loc, double attr_timeout);
+
+/* Connect if needed. Returns 0, or -errno (quickly, without I/O, while the location is down
+ * and its back-off has not expired). */
+int ff_mount_connect(struct ff_mount *m);
+
+/* Report the result of an operation on `m`: counts it, and marks the location down when `rc`
+ * is a connection-level error (timeout, refused, reset, unreachable) or up when it succeeded
+ * after being down. Returns rc. */
+int ff_mount_account(struct ff_mount *m, enum ff_op op, int rc, gint64 start_usec);
+
+/* True for errors that mean "this location is unreachable", not "this request failed". */
+bool ff_errno_is_connection(int err);
+
+/* Text for /.fedfuse/locations and /.fedfuse/stats. */
+void ff_mounts_describe_locations(struct ff_mounts *mounts, GString *out);
+void ff_mounts_describe_stats(struct ff_mounts *mounts, GString *out);
+
+#endif /* FEDFUSE_LOCATION_H */

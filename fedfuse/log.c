@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * log.c - one place that decides where messages go and how often a repeated failure is said.
+ */
+#include <glib.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "fedfuse/log.h"
+
+static bool to_stderr = true;
+static bool debug_on;
+static GMutex once_lock;
+static GHashTable *once_seen; /* key -> gint64 monotonic time of the last message */
+
+void ff_log_init(bool foreground, bool debug)
+{
+	to_stderr = foreground;
+	debug_on = debug;
+	if (!foreground)
+		openlog("fedfuse", LOG_PID, LOG_DAEMON);
+}
+
+bool ff_log_debug_enabled(void)
+{
+	return debug_on;
+}
+
+static void vlog(int prio, const char *fmt, va_list ap)
+{
+	static const char *const names[] = { "emergency", "alert", "critical", "error",
+					     "warning",	  "notice", "info",	"debug" };
+
+	if (prio == LOG_DEBUG && !debug_on)
+		return;
+	if (!to_stderr) {
+		vsyslog(prio, fmt, ap);
+		return;
+	}
+	/* One fprintf per line keeps lines from different threads whole. */
+	char *msg = g_strdup_vprintf(fmt, ap);
+
+	fprintf(stderr, "fedfuse: %s: %s\n", names[prio & 7], msg);
+	g_free(msg);
+}
+
+void ff_log(int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(prio, fmt, ap);
+	va_end(ap);
+}
+
+void ff_log_once(int prio, const char *key, double interval, const char *fmt, ...)
+{
+	gint64 now = g_get_monotonic_time();
+	gpointer last;
+	bool say;
+	va_list ap;
+
+	g_mutex_lock(&once_lock);
+	if (!once_seen)
+		once_seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	last = g_hash_table_lookup(once_seen, key);
+	say = !last || now - *(gint64 *)last >= (gint64)(interval * G_USEC_PER_SEC);
+	if (say)
+		g_hash_table_insert(once_seen, g_strdup(key), g_memdup2(&now, sizeof(now)));
+	g_mutex_unlock(&once_lock);
+	if (!say)
+		return;
+	va_start(ap, fmt);
+	vlog(prio, fmt, ap);
+	va_end(ap);
+}

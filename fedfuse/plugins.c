@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * plugins.c - backend modules are loaded lazily, once, and checked for ABI compatibility; a
+ * scheme whose backend was not built gets a message that says so.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <gmodule.h>
+#include <string.h>
+
+#include "fedfuse/plugins.h"
+
+static GMutex plugins_lock;
+static GHashTable *plugins; /* scheme -> const struct ff_backend * */
+
+/* Why a scheme has no module, when configure knew it would not. */
+static const char *missing_reason(const char *scheme)
+{
+#ifdef NFS_MISSING_REASON
+	if (strcmp(scheme, "nfs") == 0)
+		return NFS_MISSING_REASON;
+#endif
+#ifdef SMB_MISSING_REASON
+	if (strcmp(scheme, "smb") == 0)
+		return SMB_MISSING_REASON;
+#endif
+	return NULL;
+}
+
+static const struct ff_backend *load(const char *scheme, char **msg)
+{
+	const char *env = g_getenv("FEDFUSE_BACKEND_DIR");
+	g_auto(GStrv) dirs = g_strsplit(env && *env ? env : FF_BACKEND_DIR, ":", -1);
+	g_autofree char *file = g_strconcat(scheme, ".so", NULL);
+	const struct ff_backend *be;
+	gpointer sym;
+	GModule *mod;
+
+	for (char **dir = dirs; *dir; dir++) {
+		g_autofree char *path = g_build_filename(*dir, file, NULL);
+
+		if (!g_file_test(path, G_FILE_TEST_EXISTS))
+			continue;
+		mod = g_module_open(path, G_MODULE_BIND_LOCAL);
+		if (!mod) {
+			*msg = g_strdup_printf("backend '%s': cannot load %s: %s", scheme, path,
+					       g_module_error());
+			return NULL;
+		}
+		if (!g_module_symbol(mod, FF_BACKEND_SYMBOL, &sym) || !sym) {
+			*msg = g_strdup_printf("backend '%s': %s has no symbol %s", scheme, path,
+					       FF_BACKEND_SYMBOL);
+			g_module_close(mod);
+			return NULL;
+		}
+		be = sym;
+		if (be->abi_major != FF_BACKEND_ABI_MAJOR || be->abi_minor > FF_BACKEND_ABI_MINOR ||
+		    !be->ops || !be->scheme || strcmp(be->scheme, scheme) != 0) {
+			*msg = g_strdup_printf("backend '%s': %s is incompatible (ABI %u.%u, this "
+					       "fedfuse has %u.%u)",
+					       scheme, path, be->abi_major, be->abi_minor,
+					       FF_BACKEND_ABI_MAJOR, FF_BACKEND_ABI_MINOR);
+			g_module_close(mod);
+			return NULL;
+		}
+		g_module_make_resident(mod);
+		return be;
+	}
+	if (missing_reason(scheme))
+		*msg = g_strdup_printf("backend '%s' is not available (%s)", scheme,
+				       missing_reason(scheme));
+	else
+		*msg = g_strdup_printf("backend '%s' is not available (no %s in %s)", scheme, file,
+				       env && *env ? env : FF_BACKEND_DIR);
+	return NULL;
+}
+
+const struct ff_backend *ff_plugin_find(const char *scheme, char **msg)
+{
+	const struct ff_backend *be;
+
+	g_mutex_lock(&plugins_lock);
+	if (!plugins)
+		plugins = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	be = g_hash_table_lookup(plugins, scheme);
+	if (!be) {
+		be = load(scheme, msg);
+		if (be)
+			g_hash_table_insert(plugins, g_strdup(scheme), (gpointer)be);
+	}
+	g_mutex_unlock(&plugins_lock);
+	return be;
+}
+
+int ff_plugin_check_location(const struct ff_location_spec *spec, void *data, char **msg)
+{
+	const struct ff_backend *be = ff_plugin_find(spec->scheme, msg);
+
+	if (!be)
+		return -ENOENT;
+	if (!be->ops->check)
+		return 0;
+	return be->ops->check(spec, msg);
+}

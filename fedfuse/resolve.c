@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * resolve.c - name resolution across the namespace: a lookup in a directory that is part of the
+ * namespace tree first asks the namespace (referrals hide what a location has at that name,
+ * like a mount on a mount point), then the directory's backend.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "fedfuse/control.h"
+#include "fedfuse/log.h"
+#include "fedfuse/resolve.h"
+
+double ff_attr_timeout(struct ff_state *s, struct ff_mount *mnt)
+{
+	double t;
+
+	if (mnt)
+		return mnt->attr_timeout;
+	g_mutex_lock(&s->ns_lock);
+	t = s->ns->attr_timeout;
+	g_mutex_unlock(&s->ns_lock);
+	return t;
+}
+
+char *ff_inode_ns_path(struct ff_inode *inode)
+{
+	char *path;
+
+	g_mutex_lock(&inode->lock);
+	path = g_strdup(inode->ns_path);
+	g_mutex_unlock(&inode->lock);
+	return path;
+}
+
+static void set_ns_path(struct ff_inode *inode, const char *path)
+{
+	g_mutex_lock(&inode->lock);
+	if (g_strcmp0(inode->ns_path, path) != 0) {
+		g_free(inode->ns_path);
+		inode->ns_path = g_strdup(path);
+	}
+	g_mutex_unlock(&inode->lock);
+}
+
+static char *child_path(const char *dir, const char *name)
+{
+	return strcmp(dir, "/") == 0 ? g_strconcat("/", name, NULL)
+				     : g_strconcat(dir, "/", name, NULL);
+}
+
+static void fill_entry(struct ff_inode *inode, const struct stat *st, double timeout,
+		       struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = inode->ino;
+	e->attr = *st;
+	e->attr.st_ino = inode->ino;
+	e->attr_timeout = timeout;
+	e->entry_timeout = timeout;
+}
+
+/* Intern a backend object; consumes bnode. */
+static struct ff_inode *intern(struct ff_state *s, struct ff_mount *mnt, ff_node *bnode,
+			       const struct stat *st)
+{
+	bool created;
+	struct ff_inode *inode = ff_itab_intern(s->itab, mnt, mnt->index, st->st_dev, st->st_ino,
+						bnode, st->st_mode, &created);
+
+	if (!created && inode->bnode != bnode) {
+		/* Seen before: keep the node the inode has; a path-named backend learns the newest
+		 * path, which is the one the kernel now uses. */
+		if (mnt->be->ops->relink)
+			mnt->be->ops->relink(mnt->ctx, inode->bnode, bnode);
+		mnt->be->ops->forget(mnt->ctx, bnode);
+	}
+	return inode;
+}
+
+void ff_resolve_entry(struct ff_state *s, struct ff_mount *mnt, ff_node *bnode,
+		      const struct stat *st, struct fuse_entry_param *e)
+{
+	struct ff_inode *inode = intern(s, mnt, bnode, st);
+
+	fill_entry(inode, st, mnt->attr_timeout, e);
+}
+
+void ff_virtual_stat(struct ff_state *s, struct ff_inode *inode, struct stat *st)
+{
+	struct ff_namespace *ns = ff_state_ns(s);
+	g_autofree char *path = ff_inode_ns_path(inode);
+	const struct ff_ns_node *node = path ? ff_namespace_find(ns, path) : NULL;
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = inode->ino;
+	st->st_mode = S_IFDIR | 0555;
+	st->st_nlink = 2 + (node ? node->child_list->len : 0);
+	st->st_uid = s->uid;
+	st->st_gid = s->gid;
+	st->st_size = 4096;
+	st->st_blksize = 4096;
+	g_mutex_lock(&s->ns_lock);
+	st->st_atim = st->st_mtim = st->st_ctim = s->ns_time;
+	g_mutex_unlock(&s->ns_lock);
+	ff_namespace_unref(ns);
+}
+
+/*
+ * The root of a referral's first reachable location: a new node reference and attributes.
+ * A location that fails with a connection-level error is skipped (and marked down); any other
+ * error is the answer.
+ */
+static int referral_root(struct ff_state *s, const struct ff_cred *cred,
+			 const struct ff_referral *ref, struct ff_mount **mntp, ff_node **bnode,
+			 struct stat *st)
+{
+	int rc = -EHOSTDOWN;
+
+	for (guint i = 0; i < ref->locations->len; i++) {
+		struct ff_location *loc = ref->locations->pdata[i];
+		struct ff_mount *m = ff_mounts_get(s->mounts, ref->path, loc, ref->attr_timeout);
+		gint64 start = g_get_monotonic_time();
+
+		if (!m)
+			return -ENOSPC;
+		rc = ff_mount_connect(m);
+		if (rc == 0)
+			rc = ff_mount_account(m, FF_OP_LOOKUP,
+					      m->be->ops->root(m->ctx, cred, bnode, st), start);
+		if (rc == 0) {
+			*mntp = m;
+			return 0;
+		}
+		if (!ff_errno_is_connection(rc) && rc != -ENOSYS)
+			return rc;
+	}
+	return ff_errno_is_connection(rc) ? -EHOSTDOWN : rc;
+}
+
+int ff_target_get(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *inode,
+		  struct ff_target *t)
+{
+	struct ff_namespace *ns;
+	const struct ff_ns_node *root;
+	struct stat st;
+	int rc = 0;
+
+	*t = (struct ff_target){ inode->mnt, inode->bnode, false };
+	if (inode->ino != FF_INO_ROOT)
+		return 0;
+	ns = ff_state_ns(s);
+	root = ff_namespace_find(ns, "/");
+	if (root && root->referral) {
+		rc = referral_root(s, cred, root->referral, &t->mnt, &t->bnode, &st);
+		t->temp = rc == 0;
+	}
+	ff_namespace_unref(ns);
+	return rc;
+}
+
+void ff_target_put(struct ff_state *s, struct ff_target *t)
+{
+	if (t->temp)
+		t->mnt->be->ops->forget(t->mnt->ctx, t->bnode);
+	t->temp = false;
+}
+
+bool ff_resolve_is_ns_child(struct ff_state *s, struct ff_inode *parent, const char *name)
+{
+	g_autofree char *dir = ff_inode_ns_path(parent);
+	g_autofree char *path = NULL;
+	struct ff_namespace *ns;
+	bool found;
+
+	if (!dir)
+		return false;
+	path = child_path(dir, name);
+	ns = ff_state_ns(s);
+	found = ff_namespace_find(ns, path) != NULL;
+	ff_namespace_unref(ns);
+	return found;
+}
+
+static int lookup_backend(struct ff_state *s, const struct ff_cred *cred, struct ff_target *t,
+			  const char *name, ff_node **bnode, struct stat *st)
+{
+	gint64 start = g_get_monotonic_time();
+	int rc = t->mnt->be->ops->lookup(t->mnt->ctx, cred, t->bnode, name, bnode, st);
+
+	return ff_mount_account(t->mnt, FF_OP_LOOKUP, rc, start);
+}
+
+/* `path` names a namespace node: a referral, or a directory on the way to one. */
+static int lookup_ns(struct ff_state *s, const struct ff_cred *cred, struct ff_target *parent,
+		     const struct ff_ns_node *node, const char *name, struct fuse_entry_param *e)
+{
+	struct ff_inode *inode;
+	struct ff_mount *m = NULL;
+	ff_node *bnode;
+	struct stat st;
+	int rc;
+
+	if (node->referral) {
+		rc = referral_root(s, cred, node->referral, &m, &bnode, &st);
+		if (rc < 0)
+			return rc;
+		inode = intern(s, m, bnode, &st);
+		set_ns_path(inode, node->path);
+		fill_entry(inode, &st, m->attr_timeout, e);
+		return 0;
+	}
+	/* A directory that leads to nested referrals: the location's own directory when it has
+	 * one, else a virtual directory. */
+	if (parent->mnt) {
+		rc = lookup_backend(s, cred, parent, name, &bnode, &st);
+		if (rc == 0 && S_ISDIR(st.st_mode)) {
+			inode = intern(s, parent->mnt, bnode, &st);
+			set_ns_path(inode, node->path);
+			fill_entry(inode, &st, parent->mnt->attr_timeout, e);
+			return 0;
+		}
+		if (rc == 0)
+			parent->mnt->be->ops->forget(parent->mnt->ctx, bnode);
+		else if (rc != -ENOENT)
+			return rc;
+	}
+	inode = ff_itab_intern_virtual(s->itab, 0, node->path);
+	ff_virtual_stat(s, inode, &st);
+	fill_entry(inode, &st, ff_attr_timeout(s, NULL), e);
+	return 0;
+}
+
+int ff_resolve_lookup(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *parent,
+		      const char *name, struct fuse_entry_param *e)
+{
+	g_autofree char *dir = NULL;
+	struct ff_target t;
+	ff_node *bnode;
+	struct stat st;
+	int rc;
+
+	if (ff_control_is_control(parent->ino) || (parent->ino == FF_INO_ROOT &&
+						   strcmp(name, FF_CONTROL_NAME) == 0))
+		return ff_control_lookup(s, parent->ino, name, e);
+
+	rc = ff_target_get(s, cred, parent, &t);
+	if (rc < 0)
+		return rc;
+	dir = ff_inode_ns_path(parent);
+	if (dir) {
+		g_autofree char *path = child_path(dir, name);
+		struct ff_namespace *ns = ff_state_ns(s);
+		const struct ff_ns_node *node = ff_namespace_find(ns, path);
+
+		if (node) {
+			rc = lookup_ns(s, cred, &t, node, name, e);
+			ff_namespace_unref(ns);
+			goto out_put;
+		}
+		ff_namespace_unref(ns);
+	}
+	if (!t.mnt) {
+		rc = -ENOENT;
+		goto out_put;
+	}
+	rc = lookup_backend(s, cred, &t, name, &bnode, &st);
+	if (rc == 0) {
+		struct ff_inode *inode = intern(s, t.mnt, bnode, &st);
+
+		if (dir) /* no longer (or never) part of the namespace tree */
+			set_ns_path(inode, NULL);
+		fill_entry(inode, &st, t.mnt->attr_timeout, e);
+	}
+out_put:
+	ff_target_put(s, &t);
+	return rc;
+}
+
+int ff_resolve_getattr(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *inode,
+		       void *fh, struct stat *st, double *timeout)
+{
+	struct ff_target t;
+	gint64 start;
+	int rc;
+
+	if (ff_control_is_control(inode->ino))
+		return ff_control_getattr(s, inode->ino, st, timeout);
+	rc = ff_target_get(s, cred, inode, &t);
+	if (rc < 0)
+		return rc;
+	if (!t.mnt) {
+		ff_virtual_stat(s, inode, st);
+		*timeout = ff_attr_timeout(s, NULL);
+		return 0;
+	}
+	start = g_get_monotonic_time();
+	rc = t.mnt->be->ops->getattr(t.mnt->ctx, cred, t.bnode, fh, st);
+	rc = ff_mount_account(t.mnt, FF_OP_GETATTR, rc, start);
+	st->st_ino = inode->ino;
+	*timeout = t.mnt->attr_timeout;
+	ff_target_put(s, &t);
+	return rc;
+}

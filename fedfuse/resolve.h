@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * resolve.h - from a name in a directory to what the kernel sees: a referral's location root,
+ * a virtual directory, a directory overlaid by nested referrals, or a plain backend entry.
+ */
+#ifndef FEDFUSE_RESOLVE_H
+#define FEDFUSE_RESOLVE_H
+
+#include "fedfuse/fedfuse.h"
+
+/* The backend side of an inode, for one operation. For most inodes it is the inode's own mount
+ * and node; for the root when "/" is a referral it is that referral's current location root, a
+ * temporary reference. `mnt` is NULL for namespace-only inodes. */
+struct ff_target {
+	struct ff_mount *mnt;
+	ff_node *bnode;
+	bool temp;
+};
+
+int ff_target_get(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *inode,
+		  struct ff_target *t);
+void ff_target_put(struct ff_state *s, struct ff_target *t);
+
+/* Look up `name` in `parent`; on success fills `e` (and counts one kernel lookup). */
+int ff_resolve_lookup(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *parent,
+		      const char *name, struct fuse_entry_param *e);
+
+/* Turn a new backend node (from a create-style op or a readdirplus entry) into an entry,
+ * counting one kernel lookup. Consumes `bnode`. */
+void ff_resolve_entry(struct ff_state *s, struct ff_mount *mnt, ff_node *bnode,
+		      const struct stat *st, struct fuse_entry_param *e);
+
+/* Attributes of an inode: from its backend, or made up for namespace-only inodes. */
+int ff_resolve_getattr(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *inode,
+		       void *fh, struct stat *st, double *timeout);
+
+/* Attributes of a virtual directory. */
+void ff_virtual_stat(struct ff_state *s, struct ff_inode *inode, struct stat *st);
+
+/* Seconds the kernel may cache entries and attributes of objects of `mnt` (NULL: virtual). */
+double ff_attr_timeout(struct ff_state *s, struct ff_mount *mnt);
+
+/* A copy of the inode's namespace path, or NULL. */
+char *ff_inode_ns_path(struct ff_inode *inode);
+
+/* The namespace child `name` of directory `parent`, if any (names that nested referrals or
+ * virtual directories hide in a backend directory). */
+bool ff_resolve_is_ns_child(struct ff_state *s, struct ff_inode *parent, const char *name);
+
+#endif /* FEDFUSE_RESOLVE_H */

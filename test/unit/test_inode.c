@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_inode.c - unit tests of the inode table: stable numbers, lookup counting, collisions,
+ * virtual inodes and release.
+ */
+#include <glib.h>
+
+#include "fedfuse/inode.h"
+
+struct released {
+	int count;
+	ff_node *last;
+};
+
+static void on_release(struct ff_inode *inode, void *data)
+{
+	struct released *r = data;
+
+	r->count++;
+	r->last = inode->bnode;
+}
+
+#define NODE(n) ((ff_node *)(uintptr_t)(n))
+
+static void test_stable_numbers(void)
+{
+	struct released r = { 0 };
+	struct ff_itab *itab = ff_itab_new(on_release, &r);
+	struct ff_inode *a, *b;
+	bool created;
+	uint64_t first;
+
+	a = ff_itab_intern(itab, NULL, 3, 10, 1234, NODE(1), S_IFREG, &created);
+	g_assert_true(created);
+	g_assert_cmpuint(a->ino, ==, (UINT64_C(3) << 48) | 1234);
+	g_assert_cmpuint(ff_itab_predict(itab, 3, 10, 1234), ==, a->ino);
+	first = a->ino;
+
+	/* The same object again: same inode, one more lookup, the caller keeps its node. */
+	b = ff_itab_intern(itab, NULL, 3, 10, 1234, NODE(2), S_IFREG, &created);
+	g_assert_false(created);
+	g_assert_true(a == b);
+	g_assert_true(b->bnode == NODE(1));
+	g_assert_cmpuint(b->nlookup, ==, 2);
+
+	/* Forgotten entirely, then seen again: the same number. */
+	ff_itab_forget(itab, first, 2);
+	g_assert_cmpint(r.count, ==, 1);
+	g_assert_true(r.last == NODE(1));
+	g_assert_null(ff_itab_get(itab, first));
+	a = ff_itab_intern(itab, NULL, 3, 10, 1234, NODE(3), S_IFREG, &created);
+	g_assert_true(created);
+	g_assert_cmpuint(a->ino, ==, first);
+	ff_itab_free(itab);
+	g_assert_cmpint(r.count, ==, 2);
+}
+
+static void test_partial_forget(void)
+{
+	struct released r = { 0 };
+	struct ff_itab *itab = ff_itab_new(on_release, &r);
+	struct ff_inode *a;
+	bool created;
+
+	a = ff_itab_intern(itab, NULL, 1, 1, 5, NODE(1), S_IFDIR, &created);
+	ff_itab_ref(itab, a);
+	ff_itab_ref(itab, a);
+	g_assert_cmpuint(a->nlookup, ==, 3);
+	ff_itab_forget(itab, a->ino, 2);
+	g_assert_cmpint(r.count, ==, 0);
+	g_assert_true(ff_itab_get(itab, a->ino) == a);
+	g_assert_true(ff_itab_find(itab, 1, 1, 5) == a);
+	/* More than counted is clamped: gone, released once. */
+	ff_itab_forget(itab, a->ino, 10);
+	g_assert_cmpint(r.count, ==, 1);
+	g_assert_null(ff_itab_find(itab, 1, 1, 5));
+	/* Unknown numbers are ignored. */
+	ff_itab_forget(itab, 999, 1);
+	g_assert_cmpuint(ff_itab_count(itab), ==, 0);
+	ff_itab_free(itab);
+}
+
+static void test_collisions(void)
+{
+	struct ff_itab *itab = ff_itab_new(NULL, NULL);
+	struct ff_inode *a, *b, *c;
+	bool created;
+
+	/* Same backend inode on two devices of one location: distinct inodes. */
+	a = ff_itab_intern(itab, NULL, 2, 1, 77, NODE(1), S_IFREG, &created);
+	b = ff_itab_intern(itab, NULL, 2, 2, 77, NODE(2), S_IFREG, &created);
+	g_assert_true(created);
+	g_assert_cmpuint(a->ino, !=, b->ino);
+	g_assert_cmpuint(b->ino >> 48, ==, 0xffff);
+	/* Same backend inode in two locations: distinct by construction. */
+	c = ff_itab_intern(itab, NULL, 4, 1, 77, NODE(3), S_IFREG, &created);
+	g_assert_cmpuint(c->ino, ==, (UINT64_C(4) << 48) | 77);
+	/* A backend inode number too large for 48 bits, and inode 0, get counter numbers. */
+	a = ff_itab_intern(itab, NULL, 2, 1, UINT64_C(1) << 50, NODE(4), S_IFREG, &created);
+	b = ff_itab_intern(itab, NULL, 2, 1, 0, NODE(5), S_IFREG, &created);
+	g_assert_cmpuint(a->ino >> 48, ==, 0xffff);
+	g_assert_cmpuint(b->ino >> 48, ==, 0xffff);
+	g_assert_cmpuint(a->ino, !=, b->ino);
+	g_assert_cmpuint(ff_itab_count(itab), ==, 5);
+	ff_itab_free(itab);
+}
+
+static void test_virtual(void)
+{
+	struct released r = { 0 };
+	struct ff_itab *itab = ff_itab_new(on_release, &r);
+	struct ff_inode *root, *v1, *v2, *v3;
+
+	root = ff_itab_intern_virtual(itab, FF_INO_ROOT, "/");
+	g_assert_cmpuint(root->ino, ==, FF_INO_ROOT);
+	g_assert_cmpstr(root->ns_path, ==, "/");
+	v1 = ff_itab_intern_virtual(itab, 0, "/corp");
+	v2 = ff_itab_intern_virtual(itab, 0, "/corp/eu");
+	g_assert_cmpuint(v1->ino, >=, FF_INO_VIRTUAL_FIRST);
+	g_assert_cmpuint(v1->ino, !=, v2->ino);
+	/* Pinned: forgetting never releases, and the path keeps its number. */
+	ff_itab_forget(itab, v1->ino, 100);
+	g_assert_true(ff_itab_get(itab, v1->ino) == v1);
+	v3 = ff_itab_intern_virtual(itab, 0, "/corp");
+	g_assert_true(v3 == v1);
+	g_assert_cmpint(r.count, ==, 0);
+	ff_itab_free(itab);
+	g_assert_cmpint(r.count, ==, 3);
+}
+
+/* Many threads interning and forgetting the same objects: counts stay exact. */
+#define THREADS 4
+#define ROUNDS 20000
+
+static gpointer hammer(gpointer data)
+{
+	struct ff_itab *itab = data;
+	bool created;
+
+	for (int i = 0; i < ROUNDS; i++) {
+		struct ff_inode *in = ff_itab_intern(itab, NULL, 1, 1, 1 + i % 50, NODE(1), S_IFREG,
+						     &created);
+
+		ff_itab_forget(itab, in->ino, 1);
+	}
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	struct released r = { 0 };
+	struct ff_itab *itab = ff_itab_new(on_release, &r);
+	GThread *t[THREADS];
+
+	for (int i = 0; i < THREADS; i++)
+		t[i] = g_thread_new("hammer", hammer, itab);
+	for (int i = 0; i < THREADS; i++)
+		g_thread_join(t[i]);
+	g_assert_cmpuint(ff_itab_count(itab), ==, 0);
+	ff_itab_free(itab);
+}
+
+int main(int argc, char *argv[])
+{
+	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/inode/stable-numbers", test_stable_numbers);
+	g_test_add_func("/inode/partial-forget", test_partial_forget);
+	g_test_add_func("/inode/collisions", test_collisions);
+	g_test_add_func("/inode/virtual", test_virtual);
+	g_test_add_func("/inode/threads", test_threads);
+	return g_test_run();
+}
