@@ -1,0 +1,1496 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * namespace.c - the namespace file (DESIGN §3) as an immutable tree of virtual directories and
+ * referrals, and the strict location URI parser that junctions (untrusted) share. GKeyFile decodes
+ * values; our own line scanner finds lines and duplicates, which GKeyFile neither reports nor sees.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <math.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fedfuse/namespace.h"
+
+#define NS_FILE_MAX (1 << 20)	 /* bytes; a bigger namespace file is a mistake (or /dev/zero) */
+#define NS_NAME_MAX 255		 /* bytes in one path component, as NAME_MAX */
+#define NS_PATH_MAX 4095	 /* bytes in a namespace path */
+#define NS_SECONDS_MAX 1000000.0 /* keeps seconds * 1000 far inside an int for the backends */
+#define HOST_MAX 253		 /* bytes in a DNS name */
+
+#define DEFAULT_JUNCTION_CACHE_TTL 300.0
+#define DEFAULT_ATTR_TIMEOUT 1.0
+#define DEFAULT_TIMEOUT 15.0
+#define DEFAULT_FILE_MODE 0644
+#define DEFAULT_DIR_MODE 0755
+
+/* ---- scanner: where each group and key is ------------------------------------------------- */
+
+struct scan_key {
+	char *name;
+	int line;
+};
+
+enum group_kind { GROUP_SETTINGS, GROUP_REFERRAL };
+
+struct scan_group {
+	char *name;
+	int line;
+	enum group_kind kind; /* set by check_names() */
+	GArray *keys;	      /* struct scan_key, in file order */
+};
+
+/* The state of one ff_namespace_load() call. */
+struct loader {
+	const char *file;
+	ff_location_check_fn check;
+	void *check_data;
+	GError **err;
+	GPtrArray *groups; /* struct scan_group *, in file order */
+	GKeyFile *kf;
+	struct ff_namespace *ns;
+};
+
+/* Options of a referral that live only in the specs of its locations. */
+struct spec_opts {
+	bool uid_set, gid_set;
+	uid_t uid;
+	gid_t gid;
+	mode_t file_mode, dir_mode;
+};
+
+static const char *const settings_keys[] = {
+	"junction-cache-ttl", "attr-timeout", "timeout", NULL,
+};
+static const char *const referral_keys[] = {
+	"locations", "read-only", "timeout", "attr-timeout", "credentials", "on-unreachable",
+	"uid",	     "gid",	  "file-mode", "dir-mode", NULL,
+};
+
+static bool fail(struct loader *ld, int code, int line, const char *fmt, ...) G_GNUC_PRINTF(4, 5);
+
+/* Set the loader's error to "FILE:LINE: message". Returns false, for `return fail(...)`. */
+static bool fail(struct loader *ld, int code, int line, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+
+	va_start(ap, fmt);
+	msg = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	g_set_error(ld->err, G_KEY_FILE_ERROR, code, "%s:%d: %s", ld->file, line, msg);
+	g_free(msg);
+	return false;
+}
+
+static bool has_control_char(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return true;
+	return false;
+}
+
+/* `s` as it may appear in a message, which must be printable UTF-8: lines of a namespace file
+ * and URIs from junctions may carry anything into a terminal or a log. Control characters are
+ * escaped, and so is every byte >= 0x80 when `s` is not valid UTF-8. */
+static char *shown(const char *s)
+{
+	bool utf8 = g_utf8_validate(s, -1, NULL);
+	char high[129];
+
+	if (utf8 && !has_control_char(s, strlen(s)))
+		return g_strdup(s);
+	if (!utf8)
+		return g_strescape(s, NULL);
+	for (int i = 0; i < 128; i++)
+		high[i] = (char)(0x80 + i);
+	high[128] = '\0';
+	return g_strescape(s, high);
+}
+
+static void scan_key_clear(gpointer p)
+{
+	struct scan_key *k = p;
+
+	g_free(k->name);
+}
+
+static void scan_group_free(gpointer p)
+{
+	struct scan_group *g = p;
+
+	g_free(g->name);
+	g_array_unref(g->keys);
+	g_free(g);
+}
+
+static bool syntax_error(struct loader *ld, int line, const char *s, size_t n)
+{
+	char *text = g_strndup(s, n);
+	char *show = shown(text);
+
+	fail(ld, G_KEY_FILE_ERROR_PARSE, line,
+	     "syntax error: '%s' is not a [group], a key=value or a # comment", show);
+	g_free(show);
+	g_free(text);
+	return false;
+}
+
+/* A line that starts with '['. GKeyFile takes "[name]" followed by spaces or tabs only, where
+ * name is non-empty and holds no '[' and no control character. */
+static bool scan_group_line(struct loader *ld, const char *s, size_t n, int line)
+{
+	const char *close = memchr(s, ']', n);
+	struct scan_group *g;
+	char *name, *show;
+
+	if (!close)
+		return syntax_error(ld, line, s, n);
+	for (const char *q = close + 1; q < s + n; q++)
+		if (*q != ' ' && *q != '\t')
+			return syntax_error(ld, line, s, n);
+	name = g_strndup(s + 1, close - s - 1);
+	if (name[0] == '\0') {
+		g_free(name);
+		return fail(ld, G_KEY_FILE_ERROR_PARSE, line, "empty group name []");
+	}
+	if (strchr(name, '[') || has_control_char(name, strlen(name))) {
+		show = shown(name);
+		fail(ld, G_KEY_FILE_ERROR_PARSE, line, "invalid group name '[%s]'", show);
+		g_free(show);
+		g_free(name);
+		return false;
+	}
+	g = g_new0(struct scan_group, 1);
+	g->name = name;
+	g->line = line;
+	g->keys = g_array_new(FALSE, TRUE, sizeof(struct scan_key));
+	g_array_set_clear_func(g->keys, scan_key_clear);
+	g_ptr_array_add(ld->groups, g);
+	return true;
+}
+
+/* A line "key = value": the key ends at the first '=', white space before it is not part of it
+ * (GKeyFile's rule). The value is left to GKeyFile. */
+static bool scan_key_line(struct loader *ld, const char *s, const char *eq, int line)
+{
+	const char *end = eq;
+	struct scan_group *g;
+	struct scan_key k;
+	char *show;
+
+	while (end > s && g_ascii_isspace(end[-1]))
+		end--;
+	if (end == s)
+		return fail(ld, G_KEY_FILE_ERROR_PARSE, line, "missing key name before '='");
+	k.name = g_strndup(s, end - s);
+	k.line = line;
+	if (ld->groups->len == 0) {
+		show = shown(k.name);
+		fail(ld, G_KEY_FILE_ERROR_PARSE, line,
+		     "key '%s' outside any group (the file must start with a [group])", show);
+		g_free(show);
+		g_free(k.name);
+		return false;
+	}
+	g = g_ptr_array_index(ld->groups, ld->groups->len - 1);
+	g_array_append_val(g->keys, k);
+	return true;
+}
+
+/* Pass 1: syntax, line by line as GKeyFile reads it ('\n' ends a line, a '\r' before it is
+ * dropped, leading white space is skipped, '#' starts a comment). Records groups and keys. */
+static bool scan_text(struct loader *ld, const char *text, size_t len)
+{
+	const char *p = text, *end = text + len;
+	int line = 0;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', end - p);
+		const char *s = p, *eq;
+		size_t n = (size_t)((nl ? nl : end) - p);
+
+		line++;
+		p = nl ? nl + 1 : end;
+		if (n > 0 && s[n - 1] == '\r')
+			n--;
+		if (memchr(s, '\0', n))
+			return fail(ld, G_KEY_FILE_ERROR_PARSE, line, "line contains a NUL byte");
+		while (n > 0 && g_ascii_isspace(*s)) {
+			s++;
+			n--;
+		}
+		if (n == 0 || *s == '#')
+			continue;
+		if (line == 1 && n >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0)
+			return fail(ld, G_KEY_FILE_ERROR_PARSE, line,
+				    "the file starts with a byte order mark; save it without one");
+		if (!g_utf8_validate(s, n, NULL))
+			return fail(ld, G_KEY_FILE_ERROR_PARSE, line, "line is not valid UTF-8");
+		if (*s == '[') {
+			if (!scan_group_line(ld, s, n, line))
+				return false;
+			continue;
+		}
+		eq = memchr(s, '=', n);
+		if (!eq)
+			return syntax_error(ld, line, s, n);
+		if (!scan_key_line(ld, s, eq, line))
+			return false;
+	}
+	return true;
+}
+
+/* ---- pass 2: names of groups and keys ----------------------------------------------------- */
+
+static bool is_component(const char *c, size_t n, const char *word)
+{
+	return n == strlen(word) && memcmp(c, word, n) == 0;
+}
+
+/* Whether absolute `path` (of `len` bytes) has no ".", ".." or empty component and no trailing
+ * '/', "/" excepted. */
+static bool path_is_normalised(const char *path, size_t len)
+{
+	const char *p = path, *end = path + len;
+
+	if (len == 1)
+		return true;
+	while (p < end) {
+		const char *c = p + 1;
+		const char *slash = memchr(c, '/', end - c);
+		size_t n = (slash ? slash : end) - c;
+
+		if (n == 0 || is_component(c, n, ".") || is_component(c, n, ".."))
+			return false;
+		p = c + n;
+	}
+	return true;
+}
+
+/* NULL when `path` may name a referral, else what is wrong with it. */
+static const char *ns_path_problem(const char *path)
+{
+	size_t len = strlen(path);
+	const char *c;
+
+	if (path[0] != '/')
+		return "is not absolute";
+	if (!path_is_normalised(path, len))
+		return "is not normalised";
+	if (len > NS_PATH_MAX)
+		return "is longer than 4095 bytes";
+	for (c = path + 1; *c != '\0';) {
+		size_t n = strcspn(c, "/");
+
+		if (n > NS_NAME_MAX)
+			return "has a component longer than 255 bytes";
+		c += n;
+		if (*c == '/')
+			c++;
+	}
+	return NULL;
+}
+
+static bool key_known(const char *const *keys, const char *name)
+{
+	for (; *keys; keys++)
+		if (strcmp(*keys, name) == 0)
+			return true;
+	return false;
+}
+
+static bool check_group_keys(struct loader *ld, const struct scan_group *g,
+			     const char *const *known)
+{
+	GHashTable *seen = g_hash_table_new(g_str_hash, g_str_equal);
+	bool ok = false;
+
+	for (guint i = 0; i < g->keys->len; i++) {
+		const struct scan_key *k = &g_array_index(g->keys, struct scan_key, i);
+		const struct scan_key *first = g_hash_table_lookup(seen, k->name);
+
+		if (!key_known(known, k->name)) {
+			char *show = shown(k->name);
+
+			fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			     "unknown key '%s' in [%s]", show, g->name);
+			g_free(show);
+			goto out_free_seen;
+		}
+		if (first) {
+			fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			     "duplicate key '%s' in [%s] (first at line %d)", k->name, g->name,
+			     first->line);
+			goto out_free_seen;
+		}
+		g_hash_table_insert(seen, k->name, (gpointer)k);
+	}
+	ok = true;
+out_free_seen:
+	g_hash_table_unref(seen);
+	return ok;
+}
+
+/* Pass 2: every group is [namespace] or a valid, unique referral path, and holds only known keys,
+ * each once. After this GKeyFile's merged view equals what the scanner saw. */
+static bool check_names(struct loader *ld)
+{
+	GHashTable *seen = g_hash_table_new(g_str_hash, g_str_equal);
+	bool ok = false;
+
+	for (guint i = 0; i < ld->groups->len; i++) {
+		struct scan_group *g = g_ptr_array_index(ld->groups, i);
+		const struct scan_group *first = g_hash_table_lookup(seen, g->name);
+		const char *problem;
+
+		if (strcmp(g->name, "namespace") == 0) {
+			g->kind = GROUP_SETTINGS;
+		} else if (strchr(g->name, '/')) {
+			problem = ns_path_problem(g->name);
+			if (problem) {
+				fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, g->line, "path '%s' %s",
+				     g->name, problem);
+				goto out_free_seen;
+			}
+			g->kind = GROUP_REFERRAL;
+		} else {
+			fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, g->line,
+			     "unknown group [%s]: expected [namespace] or an absolute path",
+			     g->name);
+			goto out_free_seen;
+		}
+		if (first) {
+			if (g->kind == GROUP_SETTINGS)
+				fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, g->line,
+				     "duplicate group [namespace] (first at line %d)", first->line);
+			else
+				fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, g->line,
+				     "duplicate referral '%s' (first at line %d)", g->name,
+				     first->line);
+			goto out_free_seen;
+		}
+		g_hash_table_insert(seen, g->name, g);
+		if (!check_group_keys(ld, g,
+				      g->kind == GROUP_SETTINGS ? settings_keys : referral_keys))
+			goto out_free_seen;
+	}
+	ok = true;
+out_free_seen:
+	g_hash_table_unref(seen);
+	return ok;
+}
+
+/* Pass 3: GKeyFile itself. The passes above refuse everything GKeyFile refuses, as far as we know;
+ * should it still fail, find its line by loading ever longer prefixes of the file (it parses
+ * line by line, so a prefix fails exactly when it holds the bad line). */
+static bool load_key_file(struct loader *ld, const char *text, size_t len)
+{
+	GError *kerr = NULL;
+	GArray *ends;
+	guint lo, hi;
+
+	if (g_key_file_load_from_data(ld->kf, text, len, G_KEY_FILE_NONE, &kerr))
+		return true;
+	ends = g_array_new(FALSE, FALSE, sizeof(size_t));
+	for (size_t i = 0; i < len; i++)
+		if (text[i] == '\n')
+			g_array_append_val(ends, i);
+	if (len > 0 && text[len - 1] != '\n')
+		g_array_append_val(ends, len);
+	lo = 1;
+	hi = ends->len ? ends->len : 1;
+	while (lo < hi) {
+		guint mid = lo + (hi - lo) / 2;
+		GKeyFile *probe = g_key_file_new();
+
+		if (g_key_file_load_from_data(probe, text, g_array_index(ends, size_t, mid - 1),
+					      G_KEY_FILE_NONE, NULL))
+			lo = mid + 1;
+		else
+			hi = mid;
+		g_key_file_free(probe);
+	}
+	fail(ld, G_KEY_FILE_ERROR_PARSE, (int)lo, "%s", kerr->message);
+	g_array_unref(ends);
+	g_error_free(kerr);
+	return false;
+}
+
+/* ---- pass 4: values ----------------------------------------------------------------------- */
+
+/* Whether the raw value `raw` has only the escapes GKeyFile decodes (\s \n \t \r \\, and \; in
+ * lists). Checked before GKeyFile decodes, whose own error reporting here is unreliable (2.74
+ * sets a GError twice for a trailing backslash in a list). */
+static bool escapes_ok(const char *raw, bool list)
+{
+	for (const char *c = raw; *c; c++) {
+		if (*c != '\\')
+			continue;
+		c++;
+		if (*c == '\0' || !(strchr("sntr\\", *c) || (list && *c == ';')))
+			return false;
+	}
+	return true;
+}
+
+/* The value of `k` in `g`, unescaped by GKeyFile, surrounding white space removed; NULL (error
+ * set) when it cannot be decoded or holds a control character. */
+static char *get_value(struct loader *ld, const struct scan_group *g, const struct scan_key *k)
+{
+	char *raw = g_key_file_get_value(ld->kf, g->name, k->name, NULL);
+	char *show, *v = NULL;
+
+	if (raw && escapes_ok(raw, false))
+		v = g_key_file_get_string(ld->kf, g->name, k->name, NULL);
+	if (!v) {
+		show = shown(raw ? raw : "");
+		fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+		     "%s: invalid escape sequence in '%s'", k->name, show);
+		g_free(show);
+		g_free(raw);
+		return NULL;
+	}
+	g_free(raw);
+	g_strstrip(v);
+	if (has_control_char(v, strlen(v))) {
+		fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+		     "%s: value contains a control character", k->name);
+		g_free(v);
+		return NULL;
+	}
+	return v;
+}
+
+/* Seconds in plain decimal notation (g_ascii_strtod alone would take "inf", "nan" and hex). */
+static bool parse_seconds(struct loader *ld, const struct scan_key *k, const char *v,
+			  bool zero_ok, double *out)
+{
+	char *endp = NULL;
+	double d = 0;
+	bool ok = v[0] != '\0' && strspn(v, "0123456789.eE+-") == strlen(v);
+
+	if (ok) {
+		d = g_ascii_strtod(v, &endp);
+		ok = *endp == '\0' && isfinite(d) && (zero_ok ? d >= 0 : d > 0);
+	}
+	if (!ok && zero_ok)
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			    "%s: '%s' is not a number of seconds (0 or more)", k->name, v);
+	if (!ok)
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			    "%s: '%s' is not a positive number of seconds", k->name, v);
+	if (d > NS_SECONDS_MAX)
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			    "%s: '%s' is more than 1000000 seconds", k->name, v);
+	*out = d == 0 ? 0 : d; /* no "-0" */
+	return true;
+}
+
+/* GKeyFile's booleans: true, false, 1, 0. */
+static bool parse_bool(struct loader *ld, const struct scan_key *k, const char *v, bool *out)
+{
+	if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0) {
+		*out = true;
+		return true;
+	}
+	if (strcmp(v, "false") == 0 || strcmp(v, "0") == 0) {
+		*out = false;
+		return true;
+	}
+	return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line, "%s: '%s' is not true or false",
+		    k->name, v);
+}
+
+static bool parse_mode(struct loader *ld, const struct scan_key *k, const char *v, mode_t *out)
+{
+	const char *digits = v + strspn(v, "0");
+	unsigned long m = 010000;
+
+	/* at most four significant digits, so strtoul cannot overflow */
+	if (v[0] != '\0' && strspn(v, "01234567") == strlen(v) && strlen(digits) <= 4)
+		m = strtoul(v, NULL, 8);
+	if (m > 07777)
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			    "%s: '%s' is not an octal mode from 0000 to 07777", k->name, v);
+	*out = (mode_t)m;
+	return true;
+}
+
+/* getpwnam_r/getgrnam_r report "no such name" as 0 or as one of these (see their man page). */
+static bool is_not_found(int rc)
+{
+	return rc == 0 || rc == ENOENT || rc == ESRCH || rc == EBADF || rc == EPERM;
+}
+
+/* Resolve a user (is_group false) or group name. Returns 0, -ENOENT when unknown, or -errno. */
+static int lookup_owner(const char *name, bool is_group, unsigned int *id)
+{
+	size_t size = 1024;
+	char *buf = NULL;
+	int rc;
+
+	for (;;) {
+		struct passwd pw, *pres = NULL;
+		struct group gr, *gres = NULL;
+
+		buf = g_malloc(size);
+		if (is_group) {
+			rc = getgrnam_r(name, &gr, buf, size, &gres);
+			if (gres)
+				*id = gr.gr_gid;
+		} else {
+			rc = getpwnam_r(name, &pw, buf, size, &pres);
+			if (pres)
+				*id = pw.pw_uid;
+		}
+		if (rc != ERANGE || size >= (1 << 20)) {
+			if (pres || gres)
+				rc = 0;
+			else if (is_not_found(rc))
+				rc = ENOENT;
+			break;
+		}
+		g_free(buf);
+		size *= 2;
+	}
+	g_free(buf);
+	return -rc;
+}
+
+/* uid= and gid=: a number, or a name resolved now (so that a typo fails at load time). */
+static bool parse_owner(struct loader *ld, const struct scan_key *k, const char *v, bool is_group,
+			unsigned int *out)
+{
+	const char *what = is_group ? "group" : "user";
+	unsigned long long n;
+	int rc;
+
+	if (v[0] != '\0' && strspn(v, "0123456789") == strlen(v)) {
+		errno = 0;
+		n = strtoull(v, NULL, 10);
+		/* (uid_t)-1 means "no change" to chown(2): never an owner */
+		if (errno == ERANGE || n >= (unsigned long long)(uid_t)-1)
+			return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+				    "%s: '%s' is out of range", k->name, v);
+		*out = (unsigned int)n;
+		return true;
+	}
+	if (v[0] == '\0')
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			    "%s: empty value; give a %s name or number", k->name, what);
+	rc = lookup_owner(v, is_group, out);
+	if (rc == -ENOENT)
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line, "%s: unknown %s '%s'",
+			    k->name, what, v);
+	if (rc < 0)
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			    "%s: cannot look up %s '%s': %s", k->name, what, v, g_strerror(-rc));
+	return true;
+}
+
+/* credentials=: the file must be private to the user running fedfuse. Its contents are the
+ * backend's business; we only look at its inode. */
+static bool check_credentials(struct loader *ld, const struct scan_key *k, const char *path)
+{
+	struct stat st;
+	mode_t perm;
+	int e;
+
+	if (path[0] != '/')
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			    "credentials: '%s' is not an absolute path", path);
+	if (stat(path, &st) < 0) {
+		e = errno;
+		if (e == ENOENT)
+			return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+				    "credentials file %s does not exist", path);
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line, "credentials file %s: %s",
+			    path, g_strerror(e));
+	}
+	if (!S_ISREG(st.st_mode))
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			    "credentials file %s is not a regular file", path);
+	if (st.st_uid != geteuid())
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			    "credentials file %s is owned by uid %u, "
+			    "not by uid %u which runs fedfuse",
+			    path, (unsigned int)st.st_uid, (unsigned int)geteuid());
+	perm = st.st_mode & 07777;
+	if (perm & 077) {
+		bool others = perm & 007;
+		bool readable = others ? perm & 004 : perm & 040;
+
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			    "credentials file %s is %s by %s (mode %04o); chmod 600 it", path,
+			    readable ? "readable" : "accessible", others ? "others" : "its group",
+			    (unsigned int)perm);
+	}
+	if (!(perm & S_IRUSR))
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			    "credentials file %s is not readable by its owner (mode %04o); "
+			    "chmod 600 it",
+			    path, (unsigned int)perm);
+	return true;
+}
+
+static void location_free(gpointer p)
+{
+	ff_location_clear(p);
+	g_free(p);
+}
+
+/* locations=: a GKeyFile list (';'-separated, "\;" for a ';' inside an entry, one trailing ';'
+ * tolerated), each entry a location URI; white space around entries is ignored. */
+static bool parse_locations(struct loader *ld, const struct scan_group *g, const struct scan_key *k,
+			    GPtrArray *locs)
+{
+	char *raw = g_key_file_get_value(ld->kf, g->name, k->name, NULL);
+	char *show = shown(raw ? raw : "");
+	gsize n = 0;
+	char **list = NULL;
+	char *msg = NULL;
+	bool ok = false;
+
+	if (raw && escapes_ok(raw, true))
+		list = g_key_file_get_string_list(ld->kf, g->name, k->name, &n, NULL);
+	if (!list) {
+		fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+		     "locations: invalid escape sequence in '%s'", show);
+		goto out_free;
+	}
+	if (n == 0) {
+		fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line, "locations: no location given");
+		goto out_free;
+	}
+	for (gsize i = 0; i < n; i++) {
+		const char *uri = g_strstrip(list[i]);
+		struct ff_location *loc;
+
+		if (uri[0] == '\0') {
+			fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			     "locations: empty entry in '%s'", show);
+			goto out_free;
+		}
+		loc = g_new0(struct ff_location, 1);
+		if (!ff_location_parse(uri, loc, &msg)) {
+			g_free(loc);
+			fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line, "%s", msg);
+			goto out_free;
+		}
+		loc->line = k->line;
+		g_ptr_array_add(locs, loc);
+		for (guint j = 0; j + 1 < locs->len; j++) {
+			const struct ff_location *other = g_ptr_array_index(locs, j);
+
+			if (strcmp(other->spec.uri, uri) == 0) {
+				fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+				     "location '%s' is listed twice in [%s]", uri, g->name);
+				goto out_free;
+			}
+		}
+	}
+	ok = true;
+out_free:
+	g_free(msg);
+	g_strfreev(list);
+	g_free(show);
+	g_free(raw);
+	return ok;
+}
+
+static bool load_settings(struct loader *ld, const struct scan_group *g)
+{
+	struct ff_namespace *ns = ld->ns;
+
+	for (guint i = 0; i < g->keys->len; i++) {
+		const struct scan_key *k = &g_array_index(g->keys, struct scan_key, i);
+		char *v = get_value(ld, g, k);
+		bool ok;
+
+		if (!v)
+			return false;
+		if (strcmp(k->name, "junction-cache-ttl") == 0)
+			ok = parse_seconds(ld, k, v, true, &ns->junction_cache_ttl);
+		else if (strcmp(k->name, "attr-timeout") == 0)
+			ok = parse_seconds(ld, k, v, true, &ns->attr_timeout);
+		else
+			ok = parse_seconds(ld, k, v, false, &ns->timeout);
+		g_free(v);
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+/* One referral key other than locations=, already known to be valid by name. */
+static bool referral_key(struct loader *ld, const struct scan_key *k, const char *v,
+			 struct ff_referral *r, struct spec_opts *o)
+{
+	const char *name = k->name;
+	unsigned int id;
+
+	if (strcmp(name, "read-only") == 0)
+		return parse_bool(ld, k, v, &r->read_only);
+	if (strcmp(name, "timeout") == 0)
+		return parse_seconds(ld, k, v, false, &r->timeout);
+	if (strcmp(name, "attr-timeout") == 0)
+		return parse_seconds(ld, k, v, true, &r->attr_timeout);
+	if (strcmp(name, "file-mode") == 0)
+		return parse_mode(ld, k, v, &o->file_mode);
+	if (strcmp(name, "dir-mode") == 0)
+		return parse_mode(ld, k, v, &o->dir_mode);
+	if (strcmp(name, "credentials") == 0) {
+		if (!check_credentials(ld, k, v))
+			return false;
+		r->credentials = g_strdup(v);
+		return true;
+	}
+	if (strcmp(name, "on-unreachable") == 0) {
+		if (strcmp(v, "error") == 0)
+			r->on_unreachable = FF_UNREACHABLE_ERROR;
+		else if (strcmp(v, "skip") == 0)
+			r->on_unreachable = FF_UNREACHABLE_SKIP;
+		else
+			return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+				    "on-unreachable: '%s' is not 'error' or 'skip'", v);
+		return true;
+	}
+	if (strcmp(name, "uid") == 0) {
+		if (!parse_owner(ld, k, v, false, &id))
+			return false;
+		o->uid_set = true;
+		o->uid = id;
+		return true;
+	}
+	/* gid, the last known key */
+	if (!parse_owner(ld, k, v, true, &id))
+		return false;
+	o->gid_set = true;
+	o->gid = id;
+	return true;
+}
+
+/* Give each location of `r` the referral's options, then let its backend check it. */
+static bool finish_locations(struct loader *ld, struct ff_referral *r, const struct spec_opts *o)
+{
+	for (guint i = 0; i < r->locations->len; i++) {
+		struct ff_location *loc = g_ptr_array_index(r->locations, i);
+		struct ff_location_spec *spec = &loc->spec;
+		char *msg = NULL;
+		int rc;
+
+		spec->timeout = r->timeout;
+		spec->read_only = r->read_only;
+		spec->credentials = r->credentials;
+		spec->uid_set = o->uid_set;
+		spec->uid = o->uid;
+		spec->gid_set = o->gid_set;
+		spec->gid = o->gid;
+		spec->file_mode = o->file_mode;
+		spec->dir_mode = o->dir_mode;
+		if (!ld->check)
+			continue;
+		rc = ld->check(spec, ld->check_data, &msg);
+		if (rc != 0) {
+			if (msg)
+				fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, loc->line, "%s", msg);
+			else
+				fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, loc->line,
+				     "location '%s' refused by its backend: %s", spec->uri,
+				     g_strerror(rc < 0 ? -rc : rc));
+			g_free(msg);
+			return false;
+		}
+		g_free(msg);
+	}
+	return true;
+}
+
+static void referral_free(gpointer p)
+{
+	struct ff_referral *r = p;
+
+	g_free(r->path);
+	g_free(r->credentials);
+	g_ptr_array_unref(r->locations);
+	g_free(r);
+}
+
+static bool load_referral(struct loader *ld, const struct scan_group *g)
+{
+	struct ff_referral *r = g_new0(struct ff_referral, 1);
+	struct spec_opts opts = { .file_mode = DEFAULT_FILE_MODE, .dir_mode = DEFAULT_DIR_MODE };
+	bool has_locations = false;
+
+	r->path = g_strdup(g->name);
+	r->line = g->line;
+	r->locations = g_ptr_array_new_with_free_func(location_free);
+	r->timeout = ld->ns->timeout;
+	r->attr_timeout = ld->ns->attr_timeout;
+	r->on_unreachable = FF_UNREACHABLE_ERROR;
+	g_ptr_array_add(ld->ns->referrals, r); /* the namespace frees it, also on error */
+
+	for (guint i = 0; i < g->keys->len; i++) {
+		const struct scan_key *k = &g_array_index(g->keys, struct scan_key, i);
+		char *v;
+		bool ok;
+
+		if (strcmp(k->name, "locations") == 0) {
+			if (!parse_locations(ld, g, k, r->locations))
+				return false;
+			has_locations = true;
+			continue;
+		}
+		v = get_value(ld, g, k);
+		if (!v)
+			return false;
+		ok = referral_key(ld, k, v, r, &opts);
+		g_free(v);
+		if (!ok)
+			return false;
+	}
+	if (!has_locations)
+		return fail(ld, G_KEY_FILE_ERROR_KEY_NOT_FOUND, g->line,
+			    "missing 'locations' in [%s]", g->name);
+	return finish_locations(ld, r, &opts);
+}
+
+/* [namespace] first, wherever it is, since referrals inherit its timeouts. */
+static bool load_values(struct loader *ld)
+{
+	for (guint i = 0; i < ld->groups->len; i++) {
+		const struct scan_group *g = g_ptr_array_index(ld->groups, i);
+
+		if (g->kind == GROUP_SETTINGS && !load_settings(ld, g))
+			return false;
+	}
+	for (guint i = 0; i < ld->groups->len; i++) {
+		const struct scan_group *g = g_ptr_array_index(ld->groups, i);
+
+		if (g->kind == GROUP_REFERRAL && !load_referral(ld, g))
+			return false;
+	}
+	return true;
+}
+
+/* ---- the tree ------------------------------------------------------------------------------ */
+
+static struct ff_ns_node *node_add(struct ff_namespace *ns, struct ff_ns_node *parent,
+				   const char *name)
+{
+	struct ff_ns_node *node = g_new0(struct ff_ns_node, 1);
+
+	node->name = g_strdup(name);
+	if (!parent)
+		node->path = g_strdup("/");
+	else if (!parent->parent)
+		node->path = g_strconcat("/", name, NULL);
+	else
+		node->path = g_strconcat(parent->path, "/", name, NULL);
+	node->parent = parent;
+	node->children = g_hash_table_new(g_str_hash, g_str_equal);
+	node->child_list = g_ptr_array_new();
+	g_ptr_array_add(ns->nodes, node);
+	node->id = ns->nodes->len;
+	if (parent) {
+		g_hash_table_insert(parent->children, node->name, node);
+		g_ptr_array_add(parent->child_list, node);
+	}
+	return node;
+}
+
+static void node_free(gpointer p)
+{
+	struct ff_ns_node *node = p;
+
+	g_free(node->name);
+	g_free(node->path);
+	g_hash_table_unref(node->children);
+	g_ptr_array_unref(node->child_list);
+	g_free(node);
+}
+
+static gint node_cmp(gconstpointer a, gconstpointer b)
+{
+	const struct ff_ns_node *x = *(struct ff_ns_node *const *)a;
+	const struct ff_ns_node *y = *(struct ff_ns_node *const *)b;
+
+	return strcmp(x->name, y->name);
+}
+
+/* Make a node for every referral and every ancestor of one (virtual directories). */
+static void build_tree(struct ff_namespace *ns)
+{
+	for (guint i = 0; i < ns->referrals->len; i++) {
+		struct ff_referral *r = g_ptr_array_index(ns->referrals, i);
+		struct ff_ns_node *node = ns->root;
+		char **names;
+
+		if (strcmp(r->path, "/") == 0) {
+			node->referral = r;
+			continue;
+		}
+		names = g_strsplit(r->path + 1, "/", -1);
+		for (char **name = names; *name; name++) {
+			struct ff_ns_node *child = g_hash_table_lookup(node->children, *name);
+
+			node = child ? child : node_add(ns, node, *name);
+		}
+		node->referral = r;
+		g_strfreev(names);
+	}
+	for (guint i = 0; i < ns->nodes->len; i++) {
+		struct ff_ns_node *node = g_ptr_array_index(ns->nodes, i);
+
+		g_ptr_array_sort(node->child_list, node_cmp);
+	}
+}
+
+static struct ff_namespace *namespace_new(const char *file)
+{
+	struct ff_namespace *ns = g_new0(struct ff_namespace, 1);
+
+	ns->refcount = 1;
+	ns->file = g_strdup(file);
+	ns->junction_cache_ttl = DEFAULT_JUNCTION_CACHE_TTL;
+	ns->attr_timeout = DEFAULT_ATTR_TIMEOUT;
+	ns->timeout = DEFAULT_TIMEOUT;
+	ns->referrals = g_ptr_array_new_with_free_func(referral_free);
+	ns->nodes = g_ptr_array_new_with_free_func(node_free);
+	ns->root = node_add(ns, NULL, "");
+	return ns;
+}
+
+/* Read the whole file, refusing more than NS_FILE_MAX bytes. */
+static char *read_text(const char *file, size_t *len, GError **err)
+{
+	GString *buf;
+	char chunk[8192];
+	int fd, e;
+
+	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		e = errno;
+		g_set_error(err, G_FILE_ERROR, g_file_error_from_errno(e), "%s: cannot read: %s",
+			    file, g_strerror(e));
+		return NULL;
+	}
+	buf = g_string_new(NULL);
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof(chunk));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			e = errno;
+			g_set_error(err, G_FILE_ERROR, g_file_error_from_errno(e),
+				    "%s: cannot read: %s", file, g_strerror(e));
+			goto out_free;
+		}
+		if (n == 0)
+			break;
+		if (buf->len + n > NS_FILE_MAX) {
+			g_set_error(err, G_FILE_ERROR, G_FILE_ERROR_FAILED,
+				    "%s: larger than %d bytes", file, NS_FILE_MAX);
+			goto out_free;
+		}
+		g_string_append_len(buf, chunk, n);
+	}
+	close(fd);
+	*len = buf->len;
+	return g_string_free(buf, FALSE);
+
+out_free:
+	g_string_free(buf, TRUE);
+	close(fd);
+	return NULL;
+}
+
+struct ff_namespace *ff_namespace_load(const char *file, ff_location_check_fn check, void *data,
+				       GError **err)
+{
+	struct loader ld = { .file = file, .check = check, .check_data = data, .err = err };
+	struct ff_namespace *ns = NULL;
+	size_t len;
+	char *text;
+
+	g_return_val_if_fail(file != NULL, NULL);
+	text = read_text(file, &len, err);
+	if (!text)
+		return NULL;
+	ld.groups = g_ptr_array_new_with_free_func(scan_group_free);
+	if (!scan_text(&ld, text, len) || !check_names(&ld))
+		goto out_free_groups;
+	ld.kf = g_key_file_new();
+	if (!load_key_file(&ld, text, len))
+		goto out_free_kf;
+	ld.ns = namespace_new(file);
+	if (!load_values(&ld)) {
+		ff_namespace_unref(ld.ns);
+		goto out_free_kf;
+	}
+	build_tree(ld.ns);
+	ns = ld.ns;
+out_free_kf:
+	g_key_file_free(ld.kf);
+out_free_groups:
+	g_ptr_array_unref(ld.groups);
+	g_free(text);
+	return ns;
+}
+
+struct ff_namespace *ff_namespace_ref(struct ff_namespace *ns)
+{
+	if (ns)
+		g_atomic_int_inc(&ns->refcount);
+	return ns;
+}
+
+void ff_namespace_unref(struct ff_namespace *ns)
+{
+	if (!ns || !g_atomic_int_dec_and_test(&ns->refcount))
+		return;
+	g_ptr_array_unref(ns->nodes);
+	g_ptr_array_unref(ns->referrals);
+	g_free(ns->file);
+	g_free(ns);
+}
+
+const struct ff_ns_node *ff_ns_node_child(const struct ff_ns_node *node, const char *name)
+{
+	if (!node || !name)
+		return NULL;
+	return g_hash_table_lookup(node->children, name);
+}
+
+/* Walk `path` from the root as far as the tree goes. Returns the deepest node reached and sets
+ * *end to the unconsumed part of `path`. `visit` sees every node passed, with the rest after it. */
+static const struct ff_ns_node *walk(const struct ff_namespace *ns, const char *path,
+				     const char **end,
+				     void (*visit)(const struct ff_ns_node *, const char *, void *),
+				     void *data)
+{
+	const struct ff_ns_node *node = ns->root;
+	const char *p = path + 1;
+	char name[NS_NAME_MAX + 1];
+
+	if (visit)
+		visit(node, p, data);
+	while (*p != '\0') {
+		size_t n = strcspn(p, "/");
+		const struct ff_ns_node *child;
+
+		if (n == 0 || n > NS_NAME_MAX)
+			break;
+		memcpy(name, p, n);
+		name[n] = '\0';
+		child = g_hash_table_lookup(node->children, name);
+		if (!child)
+			break;
+		node = child;
+		p += n;
+		if (*p == '/')
+			p++;
+		if (visit)
+			visit(node, p, data);
+	}
+	*end = p;
+	return node;
+}
+
+const struct ff_ns_node *ff_namespace_find(const struct ff_namespace *ns, const char *path)
+{
+	const struct ff_ns_node *node;
+	const char *end;
+
+	if (!ns || !path || path[0] != '/')
+		return NULL;
+	node = walk(ns, path, &end, NULL, NULL);
+	/* a trailing '/' was skipped by walk(): "/a/" is not a normalised name of "/a" */
+	if (*end != '\0' || (end > path + 1 && end[-1] == '/'))
+		return NULL;
+	return node;
+}
+
+struct resolve_state {
+	const struct ff_referral *referral;
+	const char *rest;
+};
+
+static void resolve_visit(const struct ff_ns_node *node, const char *rest, void *data)
+{
+	struct resolve_state *st = data;
+
+	if (node->referral) {
+		st->referral = node->referral;
+		st->rest = rest;
+	}
+}
+
+const struct ff_referral *ff_namespace_resolve(const struct ff_namespace *ns, const char *path,
+					       const char **rest)
+{
+	struct resolve_state st = { NULL, NULL };
+	const char *end;
+
+	if (!ns || !path || path[0] != '/')
+		return NULL;
+	walk(ns, path, &end, resolve_visit, &st);
+	if (st.referral && rest)
+		*rest = st.rest;
+	return st.referral;
+}
+
+/* ---- describe ----------------------------------------------------------------------------- */
+
+/* Seconds in the shortest form that reads back the same. */
+static void append_seconds(GString *out, const char *key, double d)
+{
+	char buf[G_ASCII_DTOSTR_BUF_SIZE];
+
+	g_ascii_formatd(buf, sizeof(buf), "%.15g", d);
+	if (g_ascii_strtod(buf, NULL) != d)
+		g_ascii_formatd(buf, sizeof(buf), "%.17g", d);
+	g_string_append_printf(out, "%s=%s", key, buf);
+}
+
+static void describe_node(GString *out, const struct ff_ns_node *node)
+{
+	const struct ff_referral *r = node->referral;
+
+	g_string_append(out, node->path);
+	if (!r) {
+		g_string_append(out, " virtual\n");
+	} else {
+		const struct ff_location_spec *spec =
+			&((const struct ff_location *)g_ptr_array_index(r->locations, 0))->spec;
+
+		g_string_append(out, " referral locations=");
+		for (guint i = 0; i < r->locations->len; i++) {
+			const struct ff_location *loc = g_ptr_array_index(r->locations, i);
+
+			if (i > 0)
+				g_string_append_c(out, ';');
+			/* as the file would write it: a ';' inside a URI is "\;" */
+			for (const char *c = loc->spec.uri; *c; c++) {
+				if (*c == ';')
+					g_string_append_c(out, '\\');
+				g_string_append_c(out, *c);
+			}
+		}
+		g_string_append_printf(out, " read-only=%s ", r->read_only ? "true" : "false");
+		append_seconds(out, "timeout", r->timeout);
+		g_string_append_c(out, ' ');
+		append_seconds(out, "attr-timeout", r->attr_timeout);
+		g_string_append_printf(out, " on-unreachable=%s",
+				       r->on_unreachable == FF_UNREACHABLE_SKIP ? "skip" : "error");
+		if (r->credentials)
+			g_string_append_printf(out, " credentials=%s", r->credentials);
+		if (spec->uid_set)
+			g_string_append_printf(out, " uid=%u", (unsigned int)spec->uid);
+		if (spec->gid_set)
+			g_string_append_printf(out, " gid=%u", (unsigned int)spec->gid);
+		g_string_append_printf(out, " file-mode=%04o dir-mode=%04o\n",
+				       (unsigned int)spec->file_mode, (unsigned int)spec->dir_mode);
+	}
+	for (guint i = 0; i < node->child_list->len; i++)
+		describe_node(out, g_ptr_array_index(node->child_list, i));
+}
+
+char *ff_namespace_describe(const struct ff_namespace *ns)
+{
+	GString *out = g_string_new(NULL);
+
+	g_string_append_printf(out, "file=%s\n", ns->file);
+	append_seconds(out, "junction-cache-ttl", ns->junction_cache_ttl);
+	g_string_append_c(out, '\n');
+	append_seconds(out, "attr-timeout", ns->attr_timeout);
+	g_string_append_c(out, '\n');
+	append_seconds(out, "timeout", ns->timeout);
+	g_string_append_c(out, '\n');
+	describe_node(out, ns->root);
+	return g_string_free(out, FALSE);
+}
+
+/* ---- location URIs ------------------------------------------------------------------------ */
+
+/* Characters RFC 3986 allows in a URI; anything else must be %-encoded. */
+static bool uri_char_ok(char c)
+{
+	return c != '\0' && (g_ascii_isalnum(c) || strchr("-._~:/?#[]@!$&'()*+,;=%", c));
+}
+
+/* The authority of "scheme://authority/...": sets *start and returns its length, or -1 when
+ * `uri` has no scheme followed by "//". */
+static ssize_t authority_span(const char *uri, const char **start)
+{
+	size_t n = 0;
+
+	if (!g_ascii_isalpha(uri[0]))
+		return -1;
+	while (g_ascii_isalnum(uri[n]) || uri[n] == '+' || uri[n] == '-' || uri[n] == '.')
+		n++;
+	if (strncmp(uri + n, "://", 3) != 0)
+		return -1;
+	*start = uri + n + 3;
+	return (ssize_t)strcspn(*start, "/?#");
+}
+
+/* A host name we will hand to a library: an IP literal (GUri removed the brackets) or a DNS or
+ * NetBIOS name of letters, digits, '-', '_' and '.'. */
+static bool host_ok(const char *host)
+{
+	size_t len = strlen(host);
+
+	if (strchr(host, ':'))
+		return g_hostname_is_ip_address(host);
+	if (len == 0 || len > HOST_MAX)
+		return false;
+	for (const char *c = host; *c; c++)
+		if (!g_ascii_isalnum(*c) && *c != '-' && *c != '_' && *c != '.')
+			return false;
+	return true;
+}
+
+/* `uri` as messages quote it, with no password and no raw control character. A password can
+ * only sit in a "user:password@" run, wherever a malformed URI puts it, so every segment (between
+ * '/', '?' and '#') that has an '@' and either a ':' before it or "//" before the segment is
+ * shown as "***" up to its last '@'. */
+static char *uri_shown(const char *uri)
+{
+	GString *out = g_string_new(NULL);
+	const char *p = uri;
+	char *escaped;
+
+	for (;;) {
+		size_t n = strcspn(p, "/?#");
+		const char *at = memrchr(p, '@', n);
+		bool after_slashes = p - uri >= 2 && p[-1] == '/' && p[-2] == '/';
+
+		if (at && (after_slashes || memchr(p, ':', at - p))) {
+			g_string_append(out, "***");
+			g_string_append_len(out, at, p + n - at);
+		} else {
+			g_string_append_len(out, p, n);
+		}
+		if (p[n] == '\0')
+			break;
+		g_string_append_c(out, p[n]);
+		p += n + 1;
+	}
+	escaped = shown(out->str);
+	g_string_free(out, TRUE);
+	return escaped;
+}
+
+static char *uri_split_message(const char *uri, const GError *gerr)
+{
+	switch (gerr->code) {
+	case G_URI_ERROR_BAD_HOST:
+		return g_strdup_printf("bad host in '%s'", uri);
+	case G_URI_ERROR_BAD_PORT:
+		return g_strdup_printf("bad port in '%s' (expected 1 to 65535)", uri);
+	case G_URI_ERROR_BAD_PATH:
+		return g_strdup_printf("bad %%-encoding in the path of '%s'", uri);
+	case G_URI_ERROR_BAD_QUERY:
+		return g_strdup_printf("bad %%-encoding in the query of '%s'", uri);
+	case G_URI_ERROR_BAD_FRAGMENT:
+		return g_strdup_printf("fragment not allowed in '%s'", uri);
+	default:
+		return g_strdup_printf("'%s' is not a location URI "
+				       "(file:///PATH, nfs://HOST/PATH or smb://HOST/SHARE)",
+				       uri);
+	}
+}
+
+bool ff_location_parse(const char *uri, struct ff_location *loc, char **msg)
+{
+	char *scheme = NULL, *userinfo = NULL, *host = NULL, *path = NULL, *query = NULL;
+	char *fragment = NULL, *decoded = NULL, *err = NULL, *show = NULL;
+	const char *canon, *auth, *data;
+	GBytes *bytes = NULL;
+	GError *gerr = NULL;
+	int port = -1;
+	ssize_t auth_len;
+	size_t len, size;
+
+	memset(loc, 0, sizeof(*loc));
+	if (!uri || uri[0] == '\0') {
+		err = g_strdup("empty location URI");
+		goto out_fail;
+	}
+	len = strnlen(uri, FF_LOCATION_URI_MAX + 1);
+	if (len > FF_LOCATION_URI_MAX) {
+		err = g_strdup_printf("location URI longer than %d bytes", FF_LOCATION_URI_MAX);
+		goto out_fail;
+	}
+	/* messages quote `show`: never a password, never a raw control character */
+	show = uri_shown(uri);
+	auth_len = authority_span(uri, &auth);
+	if (auth_len > 0 && memchr(auth, '@', auth_len)) {
+		err = g_strdup_printf("user name or password in '%s'; use credentials= instead",
+				      show);
+		goto out_fail;
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (!uri_char_ok(uri[i])) {
+			err = g_strdup_printf("'%s' has a character not allowed in a URI "
+					      "at byte %zu (%%-encode it)",
+					      show, i + 1);
+			goto out_fail;
+		}
+	}
+	/* g_uri_split, not g_uri_parse: the latter silently removes "." and ".." segments,
+	 * which we must refuse instead. ENCODED keeps the path and query as written. */
+	if (!g_uri_split(uri, G_URI_FLAGS_ENCODED | G_URI_FLAGS_NON_DNS, &scheme, &userinfo, &host,
+			 &port, &path, &query, &fragment, &gerr)) {
+		err = uri_split_message(show, gerr);
+		g_error_free(gerr);
+		goto out_fail;
+	}
+	if (!scheme) { /* g_uri_split takes relative references too */
+		err = g_strdup_printf("'%s' is not a location URI "
+				      "(file:///PATH, nfs://HOST/PATH or smb://HOST/SHARE)",
+				      show);
+		goto out_fail;
+	} else if (g_ascii_strcasecmp(scheme, "file") == 0) {
+		canon = "file";
+	} else if (g_ascii_strcasecmp(scheme, "nfs") == 0) {
+		canon = "nfs";
+	} else if (g_ascii_strcasecmp(scheme, "smb") == 0) {
+		canon = "smb";
+	} else {
+		err = g_strdup_printf("unknown scheme '%s' in '%s'", scheme, show);
+		goto out_fail;
+	}
+	if (userinfo) { /* needs an authority, whose '@' was refused above: kept for safety */
+		err = g_strdup("user name or password in a location URI; use credentials= instead");
+		goto out_fail;
+	}
+	if (fragment) {
+		err = g_strdup_printf("fragment not allowed in '%s'", show);
+		goto out_fail;
+	}
+	if (strcmp(canon, "file") == 0) {
+		if (host && host[0] != '\0' && g_ascii_strcasecmp(host, "localhost") != 0) {
+			char *h = shown(host); /* GUri decoded it: anything goes */
+
+			err = g_strdup_printf("file URI '%s' names host '%s'; only localhost or an "
+					      "empty host is allowed",
+					      show, h);
+			g_free(h);
+			goto out_fail;
+		}
+		g_clear_pointer(&host, g_free);
+		if (port != -1) {
+			err = g_strdup_printf("port not allowed in file URI '%s'", show);
+			goto out_fail;
+		}
+	} else {
+		if (!host || host[0] == '\0') {
+			err = g_strdup_printf("no host in '%s'", show);
+			goto out_fail;
+		}
+		if (!host_ok(host)) {
+			err = g_strdup_printf("bad host in '%s'", show);
+			goto out_fail;
+		}
+		if (port == 0) {
+			err = g_strdup_printf("bad port in '%s' (expected 1 to 65535)", show);
+			goto out_fail;
+		}
+	}
+	if (query && strcmp(canon, "file") == 0) {
+		err = g_strdup_printf("query not allowed in '%s'", show);
+		goto out_fail;
+	}
+	if (query && query[0] == '\0')
+		g_clear_pointer(&query, g_free);
+
+	bytes = g_uri_unescape_bytes(path, -1, NULL, NULL);
+	if (!bytes) {
+		err = g_strdup_printf("bad %%-encoding in the path of '%s'", show);
+		goto out_fail;
+	}
+	data = g_bytes_get_data(bytes, &size);
+	if (size > 0 && memchr(data, '\0', size)) {
+		err = g_strdup_printf("path of '%s' contains %%00", show);
+		goto out_fail;
+	}
+	if (has_control_char(data, size)) {
+		err = g_strdup_printf("path of '%s' contains a control character", show);
+		goto out_fail;
+	}
+	decoded = g_strndup(data, size);
+	if (strcmp(canon, "nfs") == 0 && size == 0) {
+		err = g_strdup_printf("no export path in '%s'", show);
+		goto out_fail;
+	}
+	if (strcmp(canon, "smb") == 0 && size <= 1) {
+		err = g_strdup_printf("no share in '%s' (expected smb://HOST/SHARE[/PATH])", show);
+		goto out_fail;
+	}
+	if (decoded[0] != '/') {
+		err = g_strdup_printf("path of '%s' is not absolute", show);
+		goto out_fail;
+	}
+	if (!path_is_normalised(decoded, size)) {
+		char *p = shown(decoded); /* may be any bytes but control characters */
+
+		err = g_strdup_printf("path '%s' in '%s' is not normalised", p, show);
+		g_free(p);
+		goto out_fail;
+	}
+
+	loc->spec.uri = g_strdup(uri);
+	loc->spec.scheme = g_strdup(canon);
+	loc->spec.host = g_steal_pointer(&host);
+	loc->spec.port = port > 0 ? port : 0;
+	loc->spec.path = g_steal_pointer(&decoded);
+	loc->spec.query = g_steal_pointer(&query);
+	loc->spec.timeout = DEFAULT_TIMEOUT;
+	loc->spec.file_mode = DEFAULT_FILE_MODE;
+	loc->spec.dir_mode = DEFAULT_DIR_MODE;
+	g_bytes_unref(bytes);
+	g_free(scheme);
+	g_free(path);
+	g_free(show);
+	return true;
+
+out_fail:
+	if (bytes)
+		g_bytes_unref(bytes);
+	g_free(decoded);
+	g_free(scheme);
+	g_free(userinfo);
+	g_free(host);
+	g_free(path);
+	g_free(query);
+	g_free(fragment);
+	g_free(show);
+	if (msg)
+		*msg = err;
+	else
+		g_free(err);
+	return false;
+}
+
+void ff_location_clear(struct ff_location *loc)
+{
+	if (!loc)
+		return;
+	g_free((char *)loc->spec.uri);
+	g_free((char *)loc->spec.scheme);
+	g_free((char *)loc->spec.host);
+	g_free((char *)loc->spec.path);
+	g_free((char *)loc->spec.query);
+	memset(loc, 0, sizeof(*loc));
+}
