@@ -86,7 +86,9 @@ enum ff_caps {
 };
 
 /* readdir() output. `st` has at least st_ino and the S_IFMT bits of st_mode; in plus mode it is
- * complete and `node` is a new node reference for the entry. The callee takes ownership of
+ * complete and `node` is a new node reference for the entry — or, when the entry could not be
+ * looked up (no search permission, say), `node` is NULL and `st` minimal: the core then looks the
+ * name up itself when the kernel asks for it. The callee takes ownership of
  * `node` whatever it returns. Returns 0 to continue, 1 when the buffer is full (the entry was
  * not taken: the next readdir() must start at it again), or -errno to stop. `next` is the
  * offset that resumes the listing after this entry. */
@@ -175,7 +177,8 @@ struct ff_backend_ops {
 		      mode_t mode, int flags, ff_node **node, struct stat *st, void **fh);
 	/* Returns bytes read (short only at end of file), or -errno. */
 	ssize_t (*read)(void *loc, void *fh, void *buf, size_t size, off_t off);
-	/* Returns bytes written (all of them unless -errno), honouring O_APPEND (off ignored). */
+	/* Returns bytes written, honouring O_APPEND (off ignored): all of them, or fewer when an
+	 * error struck after some were written (as write(2)), or -errno when none were. */
 	ssize_t (*write)(void *loc, void *fh, const void *buf, size_t size, off_t off);
 	/* Optional: a kernel file descriptor for this handle, so the core can splice data between
 	 * it and /dev/fuse without copies. Returns -1 when there is none. Must not block. */

@@ -1,0 +1,878 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * local.c - the file:// backend: a location is a directory tree on this machine, served the way
+ * libfuse's passthrough_ll serves one. Every node holds an O_PATH descriptor of its object; every
+ * operation is a *at() call on a node descriptor with one name component that never follows a
+ * symlink, and I/O reopens a node through /proc/self/fd/N, so nothing outside the root is reached.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <glib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "backends/backend.h"
+#include "backends/local/local_cred.h"
+
+/* One mounted location. Read-only after mount(), so shared by all threads without a lock. */
+struct local_loc {
+	const struct ff_location_spec *spec;
+	int root_fd;  /* O_PATH|O_DIRECTORY; the admin's path, symlinks in it followed once */
+	bool as_root; /* the daemon runs as root (and acts for callers, see local_cred.h) */
+};
+
+/* A node: the object itself (never a symlink's target), by descriptor. The core dedups nodes by
+ * (st_dev, st_ino), so there is no table here; forget() closes the descriptor. */
+struct ff_node {
+	int fd;	     /* O_PATH|O_NOFOLLOW */
+	mode_t type; /* S_IFMT bits: an object's type never changes */
+};
+
+/* An open file. `fd` comes first here and in struct local_dir, so that a handle passed to
+ * getattr()/setattr() can be used whichever kind it is. */
+struct local_file {
+	int fd;
+};
+
+/* An open directory. The kernel serialises readdir on one handle; the lock makes that a
+ * guarantee here rather than an assumption about the core. */
+struct local_dir {
+	int fd; /* dirfd(dp) */
+	GMutex lock;
+	DIR *dp;
+	off_t pos;		/* offset of the next entry to hand out: `pending`, if any */
+	struct dirent *pending; /* entry read from dp that fill() has not taken yet, or NULL;
+				 * valid until the next readdir/seekdir on dp */
+};
+
+/* "/proc/self/fd/" and an int */
+#define PROC_FD_LEN 32
+
+static void proc_fd_path(char *buf, int fd)
+{
+	snprintf(buf, PROC_FD_LEN, "/proc/self/fd/%d", fd);
+}
+
+static int fh_fd(void *fh)
+{
+	return ((struct local_file *)fh)->fd;
+}
+
+/* ---- locations -------------------------------------------------------------------------- */
+
+static int local_check(const struct ff_location_spec *spec, char **msg)
+{
+	if ((spec->host && spec->host[0]) || spec->port) {
+		*msg = g_strdup_printf("file:// location %s names a host: write file:///path",
+				       spec->uri);
+		return -EINVAL;
+	}
+	if (spec->query) {
+		*msg = g_strdup_printf("file:// location %s has a query (?%s); it takes no options",
+				       spec->uri, spec->query);
+		return -EINVAL;
+	}
+	if (!spec->path || spec->path[0] != '/') {
+		*msg = g_strdup_printf("file:// location %s: the path must be absolute", spec->uri);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int local_mount(const struct ff_location_spec *spec, const struct ff_notify *notify,
+		       void **loc, char **msg)
+{
+	char proc[PROC_FD_LEN];
+	struct local_loc *l;
+	int fd, probe, rc;
+
+	local_cred_init();
+	/* The core may mount lazily from a worker thread acting for some user: open the admin's
+	 * path as the daemon. */
+	rc = local_become(NULL);
+	if (rc)
+		goto out_msg;
+
+	fd = open(spec->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		goto out_msg;
+	}
+
+	/* Every reopen for I/O goes through /proc/self/fd: fail here, clearly, without it. */
+	proc_fd_path(proc, fd);
+	probe = open(proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (probe < 0) {
+		rc = -errno;
+		if (msg)
+			*msg = g_strdup_printf("cannot reopen %s through /proc/self/fd: %s",
+					       spec->path, g_strerror(-rc));
+		goto out_close;
+	}
+	close(probe);
+
+	l = g_new0(struct local_loc, 1);
+	l->spec = spec;
+	l->root_fd = fd;
+	l->as_root = geteuid() == 0;
+	*loc = l;
+	return 0;
+
+out_close:
+	close(fd);
+	return rc;
+out_msg:
+	if (msg)
+		*msg = g_strdup_printf("cannot open %s: %s", spec->path, g_strerror(-rc));
+	return rc;
+}
+
+static void local_unmount(void *loc)
+{
+	struct local_loc *l = loc;
+
+	close(l->root_fd);
+	g_free(l);
+}
+
+/* ---- nodes ------------------------------------------------------------------------------ */
+
+/* A node for the object that `fd` (O_PATH, owned by the caller) refers to, with its attributes.
+ * Consumes fd whatever happens. */
+static int node_from_fd(int fd, ff_node **node, struct stat *st)
+{
+	struct ff_node *n;
+
+	if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
+		int rc = -errno;
+
+		close(fd);
+		return rc;
+	}
+	n = g_new(struct ff_node, 1);
+	n->fd = fd;
+	n->type = st->st_mode & S_IFMT;
+	*node = n;
+	return 0;
+}
+
+/* The node for `name` in the directory `dirfd`, never following a symlink named `name`. */
+static int node_at(int dirfd, const char *name, ff_node **node, struct stat *st)
+{
+	int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	return node_from_fd(fd, node, st);
+}
+
+static int local_root(void *loc, const struct ff_cred *cred, ff_node **node, struct stat *st)
+{
+	struct local_loc *l = loc;
+	int fd, rc;
+
+	rc = local_become(cred);
+	if (rc)
+		return rc;
+	fd = fcntl(l->root_fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	return node_from_fd(fd, node, st);
+}
+
+static bool is_dot_or_dotdot(const char *name)
+{
+	return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
+}
+
+static int local_lookup(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
+			ff_node **node, struct stat *st)
+{
+	int rc;
+
+	/* The core never passes these, but the kernel does send ".." for an exported mount, and
+	 * ".." of the root is the one name that would leave the location: refuse, cheaply. */
+	if (is_dot_or_dotdot(name) || strchr(name, '/'))
+		return -EINVAL;
+	rc = local_become(cred);
+	if (rc)
+		return rc;
+	/* A parent that is not a directory (a symlink node included) fails with ENOTDIR. */
+	return node_at(parent->fd, name, node, st);
+}
+
+static void local_forget(void *loc, ff_node *node)
+{
+	close(node->fd);
+	g_free(node);
+}
+
+static int local_getattr(void *loc, const struct ff_cred *cred, ff_node *node, void *fh,
+			 struct stat *st)
+{
+	int rc = local_become(cred);
+
+	if (rc)
+		return rc;
+	if (fh)
+		rc = fstat(fh_fd(fh), st);
+	else
+		rc = fstatat(node->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+	return rc < 0 ? -errno : 0;
+}
+
+/* Times in setattr: the NOW bits win; an unset time is left alone. */
+static struct timespec set_time(int to_set, int bit, int now_bit, struct timespec value)
+{
+	if (to_set & now_bit)
+		return (struct timespec){ .tv_nsec = UTIME_NOW };
+	if (to_set & bit)
+		return value;
+	return (struct timespec){ .tv_nsec = UTIME_OMIT };
+}
+
+static int local_setattr(void *loc, const struct ff_cred *cred, ff_node *node, void *fh,
+			 const struct stat *attr, int to_set, struct stat *st)
+{
+	char proc[PROC_FD_LEN];
+	int fd = fh ? fh_fd(fh) : -1;
+	int rc;
+
+	rc = local_become(cred);
+	if (rc)
+		return rc;
+	proc_fd_path(proc, node->fd);
+
+	/* In the order chmod, chown, truncate, utimes: the last one sets what the others bump. */
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		mode_t mode = attr->st_mode & 07777;
+
+		if (fd >= 0)
+			rc = fchmod(fd, mode);
+		else if (node->type == S_IFLNK)
+			return -EOPNOTSUPP; /* what fchmodat(AT_SYMLINK_NOFOLLOW) says on Linux */
+		else
+			rc = chmod(proc, mode); /* follows the magic link to the node only */
+		if (rc < 0)
+			return -errno;
+	}
+
+	if (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+		uid_t uid = (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
+		gid_t gid = (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
+
+		if (fd >= 0)
+			rc = fchown(fd, uid, gid);
+		else
+			rc = fchownat(node->fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+		if (rc < 0)
+			return -errno;
+	}
+
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		if (fd >= 0)
+			rc = ftruncate(fd, attr->st_size);
+		else
+			rc = truncate(proc, attr->st_size);
+		if (rc < 0)
+			return -errno;
+	}
+
+	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
+		      FUSE_SET_ATTR_MTIME_NOW)) {
+		struct timespec ts[2] = {
+			set_time(to_set, FUSE_SET_ATTR_ATIME, FUSE_SET_ATTR_ATIME_NOW,
+				 attr->st_atim),
+			set_time(to_set, FUSE_SET_ATTR_MTIME, FUSE_SET_ATTR_MTIME_NOW,
+				 attr->st_mtim),
+		};
+
+		if (fd >= 0) {
+			rc = futimens(fd, ts);
+		} else {
+			/* utimensat() takes AT_EMPTY_PATH since Linux 5.8, symlinks included;
+			 * before that only the /proc path works, and not for symlinks. */
+			rc = utimensat(node->fd, "", ts, AT_EMPTY_PATH);
+			if (rc < 0 && errno == EINVAL && node->type != S_IFLNK)
+				rc = utimensat(AT_FDCWD, proc, ts, 0);
+		}
+		if (rc < 0)
+			return -errno;
+	}
+
+	/* FUSE_SET_ATTR_CTIME: the kernel sets ctime itself with each change above. */
+
+	return local_getattr(loc, cred, node, fh, st);
+}
+
+static ssize_t local_readlink(void *loc, const struct ff_cred *cred, ff_node *node, char *buf,
+			      size_t size)
+{
+	ssize_t len;
+	char *big;
+	int rc;
+
+	if (node->type != S_IFLNK)
+		return -EINVAL; /* readlinkat(fd, "") would say ENOENT */
+	rc = local_become(cred);
+	if (rc)
+		return rc;
+	len = readlinkat(node->fd, "", buf, size);
+	if (len < 0)
+		return -errno;
+	if ((size_t)len < size)
+		return len;
+
+	/* The target filled buf: it fits exactly or was cut. Ask again with room to tell. */
+	big = g_malloc(size + 1);
+	len = readlinkat(node->fd, "", big, size + 1);
+	if (len < 0)
+		len = -errno;
+	else if ((size_t)len > size)
+		len = -ENAMETOOLONG;
+	else
+		memcpy(buf, big, len);
+	g_free(big);
+	return len;
+}
+
+static int local_mknod(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
+		       mode_t mode, dev_t rdev, ff_node **node, struct stat *st)
+{
+	int rc = local_become(cred);
+
+	if (rc)
+		return rc;
+	local_private_umask();
+	/* Regular files, fifos and sockets; devices when the caller has CAP_MKNOD (root). */
+	if (mknodat(parent->fd, name, mode, rdev) < 0)
+		return -errno;
+	return node_at(parent->fd, name, node, st);
+}
+
+static int local_mkdir(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
+		       mode_t mode, ff_node **node, struct stat *st)
+{
+	int rc = local_become(cred);
+
+	if (rc)
+		return rc;
+	local_private_umask();
+	if (mkdirat(parent->fd, name, mode & 07777) < 0)
+		return -errno;
+	return node_at(parent->fd, name, node, st);
+}
+
+static int local_symlink(void *loc, const struct ff_cred *cred, const char *target, ff_node *parent,
+			 const char *name, ff_node **node, struct stat *st)
+{
+	int rc = local_become(cred);
+
+	if (rc)
+		return rc;
+	if (symlinkat(target, parent->fd, name) < 0)
+		return -errno;
+	return node_at(parent->fd, name, node, st);
+}
+
+static int local_link(void *loc, const struct ff_cred *cred, ff_node *node, ff_node *newparent,
+		      const char *newname, struct stat *st)
+{
+	struct local_loc *l = loc;
+	char proc[PROC_FD_LEN];
+	int rc;
+
+	rc = local_become(cred);
+	if (rc)
+		return rc;
+
+	/* linkat(AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH, which only a root caller keeps (and
+	 * fails ENOENT without it). Otherwise link through the magic link: AT_SYMLINK_FOLLOW
+	 * follows /proc/self/fd/N to the node itself, a symlink node included. */
+	rc = -ENOENT;
+	if (l->as_root && (!cred || cred->uid == 0)) {
+		rc = linkat(node->fd, "", newparent->fd, newname, AT_EMPTY_PATH);
+		if (rc < 0)
+			rc = -errno;
+	}
+	if (rc == -ENOENT) {
+		proc_fd_path(proc, node->fd);
+		rc = linkat(AT_FDCWD, proc, newparent->fd, newname, AT_SYMLINK_FOLLOW);
+		if (rc < 0)
+			rc = -errno;
+	}
+	if (rc)
+		return rc;
+
+	return fstatat(node->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+}
+
+static int local_unlink(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name)
+{
+	int rc = local_become(cred);
+
+	if (rc)
+		return rc;
+	return unlinkat(parent->fd, name, 0) < 0 ? -errno : 0;
+}
+
+static int local_rmdir(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name)
+{
+	int rc = local_become(cred);
+
+	if (rc)
+		return rc;
+	return unlinkat(parent->fd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+}
+
+static int local_rename(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
+			ff_node *newparent, const char *newname, unsigned int flags)
+{
+	int rc;
+
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
+		return -EINVAL;
+	rc = local_become(cred);
+	if (rc)
+		return rc;
+	return renameat2(parent->fd, name, newparent->fd, newname, flags) < 0 ? -errno : 0;
+}
+
+/* ---- files ------------------------------------------------------------------------------ */
+
+static int local_open(void *loc, const struct ff_cred *cred, ff_node *node, int flags, void **fh)
+{
+	char proc[PROC_FD_LEN];
+	struct local_file *f;
+	int fd, rc;
+
+	/* The kernel opens only regular files through FUSE_OPEN (directories use opendir, special
+	 * files never reach the filesystem); refuse anything else rather than block on a fifo. */
+	if (node->type == S_IFDIR)
+		return -EISDIR;
+	if (node->type == S_IFLNK)
+		return -ELOOP;
+	if (node->type != S_IFREG)
+		return -ENXIO;
+
+	rc = local_become(cred);
+	if (rc)
+		return rc;
+	/* Reopen the node itself; the kernel checks the access mode as the caller. O_NOFOLLOW
+	 * would refuse the magic link; the node is no symlink anyway. */
+	proc_fd_path(proc, node->fd);
+	fd = open(proc, (flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL)) | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+
+	f = g_new(struct local_file, 1);
+	f->fd = fd;
+	*fh = f;
+	return 0;
+}
+
+static int local_create(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
+			mode_t mode, int flags, ff_node **node, struct stat *st, void **fh)
+{
+	char proc[PROC_FD_LEN];
+	struct local_file *f;
+	int fd, pathfd, rc;
+
+	rc = local_become(cred);
+	if (rc)
+		return rc;
+	local_private_umask();
+
+	fd = openat(parent->fd, name, flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode & 07777);
+	if (fd < 0)
+		return -errno;
+
+	/* The node's O_PATH descriptor, from the open file rather than the name, which another
+	 * process could already have replaced. */
+	proc_fd_path(proc, fd);
+	pathfd = open(proc, O_PATH | O_CLOEXEC);
+	if (pathfd < 0) {
+		rc = -errno;
+		goto out_close;
+	}
+	rc = node_from_fd(pathfd, node, st);
+	if (rc)
+		goto out_close;
+
+	f = g_new(struct local_file, 1);
+	f->fd = fd;
+	*fh = f;
+	return 0;
+
+out_close:
+	close(fd);
+	return rc;
+}
+
+static ssize_t local_read(void *loc, void *fh, void *buf, size_t size, off_t off)
+{
+	int fd = fh_fd(fh);
+	size_t done = 0;
+
+	/* Short only at end of file: finish a read cut by a signal or by the filesystem. */
+	while (done < size) {
+		ssize_t n = pread(fd, (char *)buf + done, size - done, off + (off_t)done);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (done)
+				break; /* what was read is good; the error repeats next time */
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		done += n;
+	}
+	return done;
+}
+
+static ssize_t local_write(void *loc, void *fh, const void *buf, size_t size, off_t off)
+{
+	int fd = fh_fd(fh);
+	size_t done = 0;
+
+	/* With O_APPEND, Linux's pwrite() appends whatever the offset: off is ignored. */
+	while (done < size) {
+		ssize_t n = pwrite(fd, (const char *)buf + done, size - done, off + (off_t)done);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			/* Some bytes are in the file (e.g. then ENOSPC): say so, as write(2)
+			 * does, rather than have them written again. */
+			if (done)
+				break;
+			return -errno;
+		}
+		done += n;
+	}
+	return done;
+}
+
+static int local_handle_fd(void *loc, void *fh)
+{
+	return fh_fd(fh);
+}
+
+static int local_flush(void *loc, void *fh)
+{
+	/* Closing a duplicate runs the filesystem's flush for this descriptor without losing the
+	 * handle: errors deferred until close (NFS-backed directories) surface here. */
+	int fd = dup(fh_fd(fh));
+
+	if (fd < 0)
+		return -errno;
+	return close(fd) < 0 ? -errno : 0;
+}
+
+static int local_fsync(void *loc, void *fh, int datasync)
+{
+	int rc = datasync ? fdatasync(fh_fd(fh)) : fsync(fh_fd(fh));
+
+	return rc < 0 ? -errno : 0;
+}
+
+static int local_release(void *loc, void *fh)
+{
+	struct local_file *f = fh;
+	int rc = close(f->fd) < 0 ? -errno : 0;
+
+	g_free(f);
+	return rc;
+}
+
+static int local_fallocate(void *loc, void *fh, int mode, off_t off, off_t len)
+{
+	return fallocate(fh_fd(fh), mode, off, len) < 0 ? -errno : 0;
+}
+
+static off_t local_lseek(void *loc, void *fh, off_t off, int whence)
+{
+	off_t res = lseek(fh_fd(fh), off, whence);
+
+	return res < 0 ? -errno : res;
+}
+
+static ssize_t local_copy_file_range(void *loc, void *fh_in, off_t off_in, void *fh_out,
+				     off_t off_out, size_t len, int flags)
+{
+	ssize_t n = copy_file_range(fh_fd(fh_in), &off_in, fh_fd(fh_out), &off_out, len, flags);
+
+	return n < 0 ? -errno : n;
+}
+
+/* ---- directories ------------------------------------------------------------------------ */
+
+static int local_opendir(void *loc, const struct ff_cred *cred, ff_node *node, void **dh)
+{
+	char proc[PROC_FD_LEN];
+	struct local_dir *d;
+	DIR *dp;
+	int fd, rc;
+
+	rc = local_become(cred);
+	if (rc)
+		return rc;
+	/* A readable descriptor of the node itself, read permission checked as the caller;
+	 * ENOTDIR for anything but a directory. Not openat(fd, "."), which also wants search
+	 * permission on the directory: `ls` of an r-- directory works natively. */
+	proc_fd_path(proc, node->fd);
+	fd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	dp = fdopendir(fd);
+	if (!dp) {
+		rc = -errno;
+		goto out_close;
+	}
+
+	d = g_new0(struct local_dir, 1);
+	g_mutex_init(&d->lock);
+	d->fd = fd;
+	d->dp = dp;
+	d->pos = 0;
+	*dh = d;
+	return 0;
+
+out_close:
+	close(fd);
+	return rc;
+}
+
+static int local_readdir(void *loc, const struct ff_cred *cred, ff_node *node, void *dh, off_t off,
+			 bool plus, ff_fill_fn fill, void *buf)
+{
+	struct local_dir *d = dh;
+	int rc;
+
+	rc = local_become(cred);
+	if (rc)
+		return rc;
+
+	g_mutex_lock(&d->lock);
+	/* Anywhere but where the stream stands (a restart, a seek, a resumption after an entry
+	 * the last call could not hand out and that the kernel asks for again), seek: offsets are
+	 * the filesystem's own cookies (d_off). */
+	if (off != d->pos) {
+		if (off == 0)
+			rewinddir(d->dp);
+		else
+			seekdir(d->dp, off);
+		d->pos = off;
+		d->pending = NULL;
+	}
+
+	for (;;) {
+		struct dirent *de = d->pending;
+		ff_node *child = NULL;
+		struct stat st;
+
+		if (!de) {
+			errno = 0;
+			de = readdir(d->dp);
+			if (!de) {
+				rc = -errno; /* 0 at the end */
+				break;
+			}
+			d->pending = de;
+		}
+
+		if (is_dot_or_dotdot(de->d_name))
+			goto next;
+
+		if (plus && node_at(d->fd, de->d_name, &child, &st) == -ENOENT)
+			goto next; /* removed since it was listed */
+		if (!child) {
+			/* Plain mode, or a plus entry that cannot be looked up (no search
+			 * permission on the directory, out of descriptors...): the name without
+			 * a node, as getdents gives it; a lookup will report why. */
+			memset(&st, 0, sizeof(st));
+			st.st_ino = de->d_ino;
+			st.st_mode = DTTOIF(de->d_type); /* 0 for DT_UNKNOWN */
+		}
+
+		rc = fill(buf, de->d_name, &st, de->d_off, child); /* takes child */
+		if (rc == 1) {
+			rc = 0; /* full: the entry stays pending, at d->pos */
+			break;
+		}
+		if (rc < 0)
+			break;
+next:
+		d->pending = NULL;
+		d->pos = de->d_off;
+	}
+	g_mutex_unlock(&d->lock);
+	return rc;
+}
+
+static int local_releasedir(void *loc, void *dh)
+{
+	struct local_dir *d = dh;
+	int rc = closedir(d->dp) < 0 ? -errno : 0;
+
+	g_mutex_clear(&d->lock);
+	g_free(d);
+	return rc;
+}
+
+static int local_fsyncdir(void *loc, void *dh, int datasync)
+{
+	struct local_dir *d = dh;
+	int rc = datasync ? fdatasync(d->fd) : fsync(d->fd);
+
+	return rc < 0 ? -errno : 0;
+}
+
+/* ---- whole location --------------------------------------------------------------------- */
+
+static int local_statfs(void *loc, const struct ff_cred *cred, ff_node *node, struct statvfs *st)
+{
+	int rc = local_become(cred);
+
+	if (rc)
+		return rc;
+	return fstatvfs(node->fd, st) < 0 ? -errno : 0;
+}
+
+/* ---- extended attributes ---------------------------------------------------------------- */
+
+/* Through /proc/self/fd/N the *xattr() calls reach the node (the l*xattr() ones would reach the
+ * magic link). That cannot reach a symlink node's own attributes, so symlinks answer as Linux
+ * does for user.* on a symlink: nothing there, and no setting it. */
+static bool is_user_xattr(const char *name)
+{
+	return strncmp(name, "user.", 5) == 0;
+}
+
+static int local_setxattr(void *loc, const struct ff_cred *cred, ff_node *node, const char *name,
+			  const void *value, size_t size, int flags)
+{
+	char proc[PROC_FD_LEN];
+	int rc;
+
+	if (node->type == S_IFLNK)
+		return is_user_xattr(name) ? -EPERM : -EOPNOTSUPP;
+	rc = local_become(cred);
+	if (rc)
+		return rc;
+	proc_fd_path(proc, node->fd);
+	return setxattr(proc, name, value, size, flags) < 0 ? -errno : 0;
+}
+
+static ssize_t local_getxattr(void *loc, const struct ff_cred *cred, ff_node *node,
+			      const char *name, void *buf, size_t size)
+{
+	char proc[PROC_FD_LEN];
+	ssize_t len;
+	int rc;
+
+	if (node->type == S_IFLNK)
+		return -ENODATA;
+	rc = local_become(cred);
+	if (rc)
+		return rc;
+	proc_fd_path(proc, node->fd);
+	len = getxattr(proc, name, buf, size);
+	return len < 0 ? -errno : len;
+}
+
+static ssize_t local_listxattr(void *loc, const struct ff_cred *cred, ff_node *node, char *buf,
+			       size_t size)
+{
+	char proc[PROC_FD_LEN];
+	ssize_t len;
+	int rc;
+
+	if (node->type == S_IFLNK)
+		return 0;
+	rc = local_become(cred);
+	if (rc)
+		return rc;
+	proc_fd_path(proc, node->fd);
+	len = listxattr(proc, buf, size);
+	return len < 0 ? -errno : len;
+}
+
+static int local_removexattr(void *loc, const struct ff_cred *cred, ff_node *node, const char *name)
+{
+	char proc[PROC_FD_LEN];
+	int rc;
+
+	if (node->type == S_IFLNK)
+		return is_user_xattr(name) ? -EPERM : -EOPNOTSUPP;
+	rc = local_become(cred);
+	if (rc)
+		return rc;
+	proc_fd_path(proc, node->fd);
+	return removexattr(proc, name) < 0 ? -errno : 0;
+}
+
+/* ---- the module's one symbol ------------------------------------------------------------ */
+
+static const struct ff_backend_ops local_ops = {
+	.check = local_check,
+	.mount = local_mount,
+	.unmount = local_unmount,
+
+	.root = local_root,
+	.lookup = local_lookup,
+	.forget = local_forget,
+	.getattr = local_getattr,
+	.setattr = local_setattr,
+	.readlink = local_readlink,
+	.mknod = local_mknod,
+	.mkdir = local_mkdir,
+	.symlink = local_symlink,
+	.link = local_link,
+	.unlink = local_unlink,
+	.rmdir = local_rmdir,
+	.rename = local_rename,
+
+	.open = local_open,
+	.create = local_create,
+	.read = local_read,
+	.write = local_write,
+	.handle_fd = local_handle_fd,
+	.flush = local_flush,
+	.fsync = local_fsync,
+	.release = local_release,
+	.fallocate = local_fallocate,
+	.lseek = local_lseek,
+	.copy_file_range = local_copy_file_range,
+
+	.opendir = local_opendir,
+	.readdir = local_readdir,
+	.releasedir = local_releasedir,
+	.fsyncdir = local_fsyncdir,
+
+	.statfs = local_statfs,
+
+	.setxattr = local_setxattr,
+	.getxattr = local_getxattr,
+	.listxattr = local_listxattr,
+	.removexattr = local_removexattr,
+};
+
+__attribute__((visibility("default"))) const struct ff_backend fedfuse_backend = {
+	.abi_major = FF_BACKEND_ABI_MAJOR,
+	.abi_minor = FF_BACKEND_ABI_MINOR,
+	.scheme = "file",
+	.description = "directories on this machine",
+	.caps = FF_CAP_XATTR | FF_CAP_HARDLINKS | FF_CAP_SYMLINKS | FF_CAP_SPECIAL | FF_CAP_LOCAL |
+		FF_CAP_POSIX_OWNERS,
+	.ops = &local_ops,
+};

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * local_cred.h - acting for the caller on local locations (DESIGN §6 Credentials).
+ *
+ * A daemon running as root switches the filesystem identity (fsuid, fsgid, supplementary
+ * groups) of the calling *thread* to the FUSE caller's before it touches a location, so that
+ * the kernel checks permissions as that user and new objects belong to them. The identity a
+ * thread carries is cached per thread: consecutive operations by the same user cost no syscall.
+ * A daemon not running as root never switches.
+ *
+ * Rules for the rest of the process: nothing may call glibc's set*id()/setgroups() once worker
+ * threads run (glibc would broadcast the change to every thread behind this cache), and code
+ * running on a worker thread must not assume the thread's filesystem identity is the daemon's.
+ */
+#ifndef FEDFUSE_LOCAL_CRED_H
+#define FEDFUSE_LOCAL_CRED_H
+
+#include "backends/backend.h"
+
+/* Record the daemon's own identity and whether switching is needed (effective uid 0). Call
+ * before any other function here; calling it again is harmless. */
+void local_cred_init(void);
+
+/* Make the calling thread act for `cred`: its uid, gid and supplementary groups, with no
+ * capability beyond what it takes to switch again. A cred with uid 0, or NULL (the daemon
+ * itself), restores root's full capabilities. Returns 0, or -errno when the thread could not be
+ * switched; the operation must then fail with that errno without touching the filesystem. */
+int local_become(const struct ff_cred *cred);
+
+/* Give the calling thread a private umask of 0 (unshare(CLONE_FS)), so that modes passed to
+ * creating calls, which the core has already masked with the caller's umask, are used as they
+ * are instead of being masked again by the daemon's umask. Once per thread; never fails (if the
+ * thread cannot get a private umask, the process umask stays in force and a warning is logged
+ * once). */
+void local_private_umask(void);
+
+#endif /* FEDFUSE_LOCAL_CRED_H */

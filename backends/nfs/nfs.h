@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * nfs.h - internals shared by the files of the NFS backend: the per-location state, the pool of
+ * libnfs contexts (one TCP connection and one mount each, never used by two threads at once),
+ * the error table, and the NFSv4 COMPOUNDs we build ourselves where libnfs 4.0 falls short.
+ *
+ * Lock order: nfs_handle.lock, then nfs_pool.lock, then the path tree's lock (pathnode.c).
+ * No lock but nfs_handle.lock is ever held across network I/O.
+ */
+#ifndef FEDFUSE_NFS_H
+#define FEDFUSE_NFS_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "backends/backend.h"
+#include "backends/pathnode.h"
+
+struct nfs_context;
+struct nfsfh;
+struct nfs_stat_64;
+
+#define NFS_DEFAULT_VERSION 3
+#define NFS_CONNS_PER_CRED 4  /* contexts one credential may hold at once */
+#define NFS_CONNS_PER_LOC 64  /* and all credentials of one location together */
+#define NFS_IDLE_SECONDS 30   /* an idle context older than this is closed (NFSv4 leases) */
+#define NFS_MAX_GROUPS 16     /* AUTH_SYS carries at most 16 supplementary groups */
+#define NFS4_WRITE_CHUNK 3584 /* libnfs 4.0 cannot encode an NFSv4 WRITE of 4 KiB (see nfs_v4.c) */
+#define NFS4_WRITE_DEPTH 32   /* NFSv4 WRITE chunks kept in flight */
+#define NFS_XFER_MAX (1024 * 1024) /* libnfs 4.0 rejects RPC replies above 1 MiB + 4 KiB */
+
+/* The caller's identity as AUTH_SYS carries it; the key of a set of pooled contexts. */
+struct nfs_ident {
+	uint32_t uid, gid;
+	uint32_t ngroups;
+	uint32_t groups[NFS_MAX_GROUPS];
+};
+
+struct nfs_credset;
+
+/* One libnfs context: one connection, one mount, one AUTH_SYS identity. */
+struct nfs_conn {
+	struct nfs_context *nfs;
+	struct nfs_loc *loc;
+	struct nfs_credset *set;
+	/* Under pool.lock: */
+	int refs;	   /* 1 while in the pool + 1 per open file handle bound to it */
+	bool busy;	   /* leased to one thread */
+	bool broken;	   /* never leased for new work again; freed when refs reaches 0 */
+	bool suspect;	   /* a sync call quit its loop on nfs_service() failure (conn_free) */
+	gint64 idle_since; /* monotonic µs */
+	uint64_t readmax, writemax;
+};
+
+struct nfs_pool {
+	GMutex lock;
+	GCond cond;	    /* a context became free, or a slot did */
+	GHashTable *sets;   /* struct nfs_ident * -> struct nfs_credset * */
+	unsigned int total; /* contexts alive or being created */
+};
+
+/* Everything about one mounted location. */
+struct nfs_loc {
+	char *uri; /* for log messages */
+	char *host;
+	int version; /* 3 or 4 */
+	int nfsport, mountport;
+	char *mount_path; /* what nfs_mount() is given */
+	char *prefix;	  /* a directory below mount_path ("" for none) for every node path */
+	int timeout_ms;
+	bool read_only;
+	struct ff_pathtree *tree;
+	struct nfs_pool pool;
+};
+
+/* A node is a path node: the object named by its path below the location's root. */
+static inline struct ff_pathnode *nfs_pnode(ff_node *node)
+{
+	return (struct ff_pathnode *)node;
+}
+
+/* ---- nfs_errno.c ----------------------------------------------------------------------------- */
+
+/* The precise -errno for a failed libnfs call that returned `rc`, using the NFS3ERR_* or
+ * NFS4ERR_* name libnfs put in its error string when there is one (libnfs' own mapping turns
+ * e.g. NFS3ERR_DQUOT into ERANGE and every NFSv4 error through the NFSv3 table). */
+int nfs_map_error(struct nfs_context *nfs, int rc);
+/* -errno for an NFSv3 or NFSv4 status number. */
+int nfs3_status_errno(int status);
+int nfs4_status_errno(int status);
+/* Does this error mean the context's connection or NFSv4 state is gone? */
+bool nfs_error_breaks_conn(int err);
+/* Does this NFSv4 error mean an open stateid is no longer good (reopen and retry)? */
+bool nfs_error_lost_state(struct nfs_context *nfs);
+
+/* ---- nfs_pool.c ------------------------------------------------------------------------------ */
+
+void nfs_pool_init(struct nfs_loc *loc);
+/* Close every context; called at unmount when no handle is left. */
+void nfs_pool_destroy(struct nfs_loc *loc);
+void nfs_ident_from_cred(struct nfs_ident *id, const struct ff_cred *cred);
+/* Lease a context for `id`: an idle one, a new one (mounting it), or the next one freed. Fails
+ * with -ETIMEDOUT at `deadline` (monotonic µs). The context's RPC timeout is set to what is
+ * left until the deadline. */
+int nfs_conn_get(struct nfs_loc *loc, const struct nfs_ident *id, gint64 deadline,
+		 struct nfs_conn **conn);
+/* Lease this particular context (the one a file handle belongs to). */
+int nfs_conn_lease(struct nfs_conn *conn, gint64 deadline);
+/* End a lease. `err` is the operation's result: an error that shows the connection broken
+ * retires the context. */
+void nfs_conn_put(struct nfs_conn *conn, int err);
+/* A file handle's reference: taken while leased, dropped at any time. */
+void nfs_conn_ref(struct nfs_conn *conn);
+void nfs_conn_unref(struct nfs_conn *conn);
+/* Mount a fresh context outside the pool (mount-time probe); NULL with *err on failure. */
+struct nfs_context *nfs_context_new(struct nfs_loc *loc, const struct nfs_ident *id,
+				    gint64 deadline, int *err, char **msg);
+gint64 nfs_deadline(const struct nfs_loc *loc);
+/* Set the context's RPC timeout to what is left until `deadline`; -ETIMEDOUT when nothing is. */
+int nfs_set_deadline(struct nfs_context *nfs, gint64 deadline);
+/* Run the context's event loop until *done is set, or until `deadline`. Returns 0, or an error
+ * when the connection failed (then pending callbacks have been called or never will be). */
+int nfs_event_loop(struct nfs_context *nfs, const int *done, gint64 deadline);
+
+/* ---- nfs_v4.c -------------------------------------------------------------------------------- */
+
+/* Attributes of `path` (below the server's pseudo root, lstat semantics) with fsid and rawdev,
+ * which libnfs 4.0 leaves out. */
+int nfs4_getattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, struct stat *st);
+/* SETATTR through the anonymous stateid: works on directories and symlinks too, unlike libnfs
+ * 4.0 which OPENs the object first; times with nanoseconds or the server's clock. */
+int nfs4_setattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
+		 const struct stat *attr, int to_set, struct stat *st);
+/* CREATE of a fifo, socket or device node (libnfs 4.0 makes devices only); `st` gets the new
+ * object's attributes. */
+int nfs4_mknod(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, mode_t mode,
+	       dev_t rdev, struct stat *st);
+/* REMOVE that refuses a directory (unlink, -EISDIR) or anything else (rmdir, -ENOTDIR): libnfs
+ * 4.0's NFSv4 unlink and rmdir both remove whatever has the name. */
+int nfs4_remove(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, bool dir);
+/* READDIR with the attributes we need; libnfs 4.0 returns no fileid (garbage) in its dirents.
+ * Calls `cb` for every entry but "." and ".."; one round trip per `maxcount` bytes. */
+typedef int (*nfs4_dirent_fn)(void *arg, const char *name, const struct stat *st);
+int nfs4_readdir(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, nfs4_dirent_fn cb,
+		 void *arg);
+/* Write through NFS4_WRITE_CHUNK-byte WRITEs, NFS4_WRITE_DEPTH of them in flight. */
+ssize_t nfs4_pwrite_chunked(struct nfs_context *nfs, struct nfsfh *fh, uint64_t off, size_t size,
+			    const void *buf, gint64 deadline);
+/* READDIR round trips made by nfs4_readdir(), for tests and statistics. */
+extern unsigned long nfs_stat_readdir_rpcs;
+
+#endif /* FEDFUSE_NFS_H */

@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * nfs_pool.c - pooled libnfs contexts. A libnfs context is not thread safe and carries one
+ * AUTH_SYS identity, so each location keeps, per identity (uid, gid, groups), up to
+ * NFS_CONNS_PER_CRED mounted contexts; a request leases one for the length of one operation.
+ * A context whose connection broke (timeout, reset, lost NFSv4 state) is retired and replaced
+ * on demand, so a location recovers by itself when its server comes back.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <nfsc/libnfs.h>
+#include <nfsc/libnfs-raw.h>
+#include <nfsc/libnfs-zdr.h>
+
+#include "backends/nfs/nfs.h"
+
+/* Exported by libnfs 4.0 but missing from its headers. nfs_mount() of NFSv4 leaves the RPC
+ * context with reconnection turned off (rpc_connect_async() clears it and only the NFSv3 mount
+ * path sets it again); without it a context whose connection drops fails its calls with the
+ * callbacks of pending RPCs still registered. With the default (-1, forever) a call on a killed
+ * server spins reconnecting until its timeout; a few attempts let it fail at once instead
+ * (ECONNRESET), while a connection the server closed for idleness is still reopened quietly. */
+#define NFS_RECONNECT_TRIES 2
+void rpc_set_autoreconnect(struct rpc_context *rpc, int num_retries);
+
+struct nfs_credset {
+	struct nfs_ident id;
+	GQueue idle;	    /* struct nfs_conn *, most recently used first */
+	unsigned int count; /* contexts of this identity alive or being created */
+};
+
+static guint ident_hash(gconstpointer p)
+{
+	const struct nfs_ident *id = p;
+	guint h = id->uid * 2654435761u ^ id->gid;
+
+	for (uint32_t i = 0; i < id->ngroups; i++)
+		h = h * 31 + id->groups[i];
+	return h;
+}
+
+static gboolean ident_equal(gconstpointer a, gconstpointer b)
+{
+	const struct nfs_ident *x = a, *y = b;
+
+	return x->uid == y->uid && x->gid == y->gid && x->ngroups == y->ngroups &&
+	       memcmp(x->groups, y->groups, x->ngroups * sizeof(x->groups[0])) == 0;
+}
+
+void nfs_ident_from_cred(struct nfs_ident *id, const struct ff_cred *cred)
+{
+	memset(id, 0, sizeof(*id));
+	id->uid = cred ? cred->uid : 0;
+	id->gid = cred ? cred->gid : 0;
+	if (cred && cred->groups) {
+		for (int i = 0; i < cred->ngroups && id->ngroups < NFS_MAX_GROUPS; i++)
+			id->groups[id->ngroups++] = cred->groups[i];
+	}
+}
+
+gint64 nfs_deadline(const struct nfs_loc *loc)
+{
+	return g_get_monotonic_time() + (gint64)loc->timeout_ms * 1000;
+}
+
+int nfs_set_deadline(struct nfs_context *nfs, gint64 deadline)
+{
+	gint64 left = (deadline - g_get_monotonic_time()) / 1000;
+
+	if (left <= 0)
+		return -ETIMEDOUT;
+	nfs_set_timeout(nfs, (int)MIN(left, G_MAXINT));
+	return 0;
+}
+
+int nfs_event_loop(struct nfs_context *nfs, const int *done, gint64 deadline)
+{
+	while (!*done) {
+		struct pollfd pfd = { .fd = nfs_get_fd(nfs), .events = nfs_which_events(nfs) };
+		gint64 left = deadline - g_get_monotonic_time();
+		int n;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		/* Wake at least every 100 ms: libnfs expires RPCs inside nfs_service(). */
+		n = poll(&pfd, 1, (int)MIN(left / 1000 + 1, 100));
+		if (n < 0 && errno == EINTR)
+			continue; /* never pass -1 to libnfs: it would drop the connection */
+		if (nfs_service(nfs, n < 0 ? POLLERR : pfd.revents) < 0)
+			return -ECONNRESET;
+	}
+	return 0;
+}
+
+static gint context_serial;
+
+struct mount_wait {
+	int done;
+	int status;
+	char *msg;
+};
+
+static void mount_cb(int status, struct nfs_context *nfs, void *data, void *private_data)
+{
+	struct mount_wait *w = private_data;
+
+	w->done = 1;
+	w->status = status;
+	if (status < 0 && data)
+		w->msg = g_strdup(data);
+}
+
+struct nfs_context *nfs_context_new(struct nfs_loc *loc, const struct nfs_ident *id,
+				    gint64 deadline, int *err, char **msg)
+{
+	struct mount_wait w = { 0 };
+	struct nfs_context *nfs;
+	struct nfs_url *url;
+	struct AUTH *auth;
+	GString *u;
+	char *name;
+	int rc;
+
+	nfs = nfs_init_context();
+	if (!nfs) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	/* libnfs 4.0 has no setters for the ports: its URL parser sets them on the context. */
+	u = g_string_new("nfs://");
+	g_string_append_printf(u, "%s/?version=%d", loc->host, loc->version);
+	if (loc->nfsport)
+		g_string_append_printf(u, "&nfsport=%d", loc->nfsport);
+	if (loc->mountport)
+		g_string_append_printf(u, "&mountport=%d", loc->mountport);
+	url = nfs_parse_url_incomplete(nfs, u->str);
+	g_string_free(u, TRUE);
+	if (!url) {
+		rc = -EINVAL;
+		goto out_destroy;
+	}
+	nfs_destroy_url(url);
+
+	auth = libnfs_authunix_create("fedfuse", id->uid, id->gid, id->ngroups,
+				      (uint32_t *)id->groups);
+	if (!auth) {
+		rc = -ENOMEM;
+		goto out_destroy;
+	}
+	nfs_set_auth(nfs, auth);
+	/* libnfs names every context "Libnfs pid:P T" (T in seconds): a second context made in the
+	 * same second would look like the first one rebooted, and the server expire its state. */
+	name = g_strdup_printf("fedfuse %s pid:%d ctx:%u t:%" G_GINT64_FORMAT, g_get_host_name(),
+			       (int)getpid(), (unsigned int)g_atomic_int_add(&context_serial, 1),
+			       g_get_real_time());
+	nfs4_set_client_name(nfs, name);
+	g_free(name);
+	nfs_set_dircache(nfs, 0); /* its entries would carry stale attributes */
+	nfs_umask(nfs, 0);	  /* the core has applied the caller's umask */
+	nfs_set_autoreconnect(nfs, -1);
+	rc = nfs_set_deadline(nfs, deadline);
+	if (rc)
+		goto out_destroy;
+
+	if (nfs_mount_async(nfs, loc->host, loc->mount_path, mount_cb, &w) != 0) {
+		rc = nfs_map_error(nfs, -1);
+		goto out_destroy;
+	}
+	rc = nfs_event_loop(nfs, &w.done, deadline);
+	if (rc == 0 && w.status < 0) {
+		rc = nfs_map_error(nfs, w.status);
+		if (rc == -EIO && w.msg && strstr(w.msg, "connect"))
+			rc = -ECONNREFUSED;
+	}
+	if (rc)
+		goto out_destroy;
+	rpc_set_autoreconnect(nfs_get_rpc_context(nfs), NFS_RECONNECT_TRIES);
+	g_free(w.msg);
+	return nfs;
+
+out_destroy:
+	if (msg && !*msg)
+		*msg = g_strdup_printf("%s: %s", loc->uri,
+				       w.msg ? w.msg
+					     : (nfs_get_error(nfs) ? nfs_get_error(nfs)
+								   : g_strerror(-rc)));
+	g_free(w.msg);
+	/* Destroying cancels what is pending; mount_cb writes into `w`, still alive here. */
+	nfs_destroy_context(nfs);
+	*err = rc;
+	return NULL;
+}
+
+void nfs_pool_init(struct nfs_loc *loc)
+{
+	g_mutex_init(&loc->pool.lock);
+	g_cond_init(&loc->pool.cond);
+	loc->pool.sets = g_hash_table_new(ident_hash, ident_equal);
+	loc->pool.total = 0;
+}
+
+static void conn_free(struct nfs_conn *conn)
+{
+	/* libnfs' sync wrappers leave their wait loop when nfs_service() fails, possibly with RPCs
+	 * still pending whose callbacks point into the returned call's stack frame; destroying the
+	 * context would run them. With reconnection on, libnfs fails every pending RPC before its
+	 * nfs_service() fails, so this should not happen; if it seems to, leak the context. (Its
+	 * queue length alone cannot tell: libnfs 4.0 does not uncount RPCs that timed out.) */
+	if (!conn->suspect || nfs_queue_length(conn->nfs) == 0)
+		nfs_destroy_context(conn->nfs);
+	else
+		g_warning("nfs: %s: leaking a context with %d RPCs pending", conn->loc->uri,
+			  nfs_queue_length(conn->nfs));
+	g_free(conn);
+}
+
+/* Take `conn` out of service; called with the pool lock held. True when it is to be freed. */
+static bool retire_locked(struct nfs_pool *pool, struct nfs_conn *conn)
+{
+	if (!conn->broken) {
+		conn->broken = true;
+		g_queue_remove(&conn->set->idle, conn);
+		conn->set->count--;
+		pool->total--;
+		conn->refs--; /* the pool's own */
+		g_cond_broadcast(&pool->cond);
+	}
+	return conn->refs == 0 && !conn->busy;
+}
+
+/* Retire contexts idle for long that no handle uses; called with the pool lock held. Returns
+ * them in `out` to be freed without the lock. */
+static void reap_locked(struct nfs_pool *pool, struct nfs_credset *set, GSList **out, bool force)
+{
+	gint64 old = g_get_monotonic_time() - (gint64)NFS_IDLE_SECONDS * G_USEC_PER_SEC;
+	GList *l = set->idle.tail;
+
+	while (l) {
+		struct nfs_conn *conn = l->data;
+		GList *prev = l->prev;
+
+		if (conn->refs == 1 && (force || conn->idle_since < old)) {
+			if (retire_locked(pool, conn))
+				*out = g_slist_prepend(*out, conn);
+			if (force)
+				return;
+		}
+		l = prev;
+	}
+}
+
+static void free_list(GSList *list)
+{
+	g_slist_free_full(list, (GDestroyNotify)conn_free);
+}
+
+int nfs_conn_get(struct nfs_loc *loc, const struct nfs_ident *id, gint64 deadline,
+		 struct nfs_conn **connp)
+{
+	struct nfs_pool *pool = &loc->pool;
+	struct nfs_credset *set;
+	struct nfs_conn *conn;
+	GSList *dead = NULL;
+	char *msg = NULL;
+	int rc;
+
+	g_mutex_lock(&pool->lock);
+	set = g_hash_table_lookup(pool->sets, id);
+	if (!set) {
+		set = g_new0(struct nfs_credset, 1);
+		set->id = *id;
+		g_queue_init(&set->idle);
+		g_hash_table_insert(pool->sets, &set->id, set);
+	}
+	reap_locked(pool, set, &dead, false);
+	for (;;) {
+		conn = g_queue_pop_head(&set->idle);
+		if (conn) {
+			conn->busy = true;
+			g_mutex_unlock(&pool->lock);
+			free_list(dead);
+			rc = nfs_set_deadline(conn->nfs, deadline);
+			if (rc) {
+				nfs_conn_put(conn, 0);
+				return rc;
+			}
+			*connp = conn;
+			return 0;
+		}
+		if (set->count < NFS_CONNS_PER_CRED && pool->total >= NFS_CONNS_PER_LOC) {
+			/* Make room by closing an idle context of another identity. */
+			GHashTableIter it;
+			gpointer k, v;
+
+			g_hash_table_iter_init(&it, pool->sets);
+			while (pool->total >= NFS_CONNS_PER_LOC &&
+			       g_hash_table_iter_next(&it, &k, &v))
+				if (v != set)
+					reap_locked(pool, v, &dead, true);
+		}
+		if (set->count < NFS_CONNS_PER_CRED && pool->total < NFS_CONNS_PER_LOC)
+			break;
+		if (!g_cond_wait_until(&pool->cond, &pool->lock, deadline)) {
+			g_mutex_unlock(&pool->lock);
+			free_list(dead);
+			return -ETIMEDOUT;
+		}
+	}
+	set->count++;
+	pool->total++;
+	g_mutex_unlock(&pool->lock);
+	free_list(dead);
+
+	conn = g_new0(struct nfs_conn, 1);
+	conn->loc = loc;
+	conn->set = set;
+	conn->refs = 1;
+	conn->busy = true;
+	conn->nfs = nfs_context_new(loc, id, deadline, &rc, &msg);
+	if (!conn->nfs) {
+		g_debug("nfs: %s", msg ? msg : loc->uri);
+		g_free(msg);
+		g_free(conn);
+		g_mutex_lock(&pool->lock);
+		set->count--;
+		pool->total--;
+		g_cond_broadcast(&pool->cond);
+		g_mutex_unlock(&pool->lock);
+		return rc;
+	}
+	conn->readmax = nfs_get_readmax(conn->nfs);
+	conn->writemax = nfs_get_writemax(conn->nfs);
+	if (conn->readmax == 0 || conn->readmax > NFS_XFER_MAX)
+		conn->readmax = NFS_XFER_MAX;
+	if (conn->writemax == 0 || conn->writemax > NFS_XFER_MAX)
+		conn->writemax = NFS_XFER_MAX;
+	rc = nfs_set_deadline(conn->nfs, deadline);
+	if (rc) {
+		nfs_conn_put(conn, 0);
+		return rc;
+	}
+	*connp = conn;
+	return 0;
+}
+
+int nfs_conn_lease(struct nfs_conn *conn, gint64 deadline)
+{
+	struct nfs_pool *pool = &conn->loc->pool;
+
+	g_mutex_lock(&pool->lock);
+	while (conn->busy && !conn->broken) {
+		if (!g_cond_wait_until(&pool->cond, &pool->lock, deadline)) {
+			g_mutex_unlock(&pool->lock);
+			return -ETIMEDOUT;
+		}
+	}
+	if (conn->broken) {
+		g_mutex_unlock(&pool->lock);
+		return -ENOTCONN;
+	}
+	conn->busy = true;
+	g_queue_remove(&conn->set->idle, conn);
+	g_mutex_unlock(&pool->lock);
+	if (nfs_set_deadline(conn->nfs, deadline)) {
+		nfs_conn_put(conn, 0);
+		return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+void nfs_conn_put(struct nfs_conn *conn, int err)
+{
+	struct nfs_pool *pool = &conn->loc->pool;
+	bool broken, free_it = false;
+
+	broken = nfs_get_fd(conn->nfs) < 0 ||
+		 (err < 0 && (nfs_error_breaks_conn(err) || nfs_error_lost_state(conn->nfs)));
+	if (err < 0 && nfs_get_error(conn->nfs) &&
+	    strstr(nfs_get_error(conn->nfs), "nfs_service failed"))
+		conn->suspect = true;
+	g_mutex_lock(&pool->lock);
+	conn->busy = false;
+	if (broken)
+		free_it = retire_locked(pool, conn);
+	else if (!conn->broken) {
+		conn->idle_since = g_get_monotonic_time();
+		g_queue_push_head(&conn->set->idle, conn);
+	} else {
+		free_it = conn->refs == 0;
+	}
+	g_cond_broadcast(&pool->cond);
+	g_mutex_unlock(&pool->lock);
+	if (free_it)
+		conn_free(conn);
+}
+
+void nfs_conn_ref(struct nfs_conn *conn)
+{
+	g_mutex_lock(&conn->loc->pool.lock);
+	conn->refs++;
+	g_mutex_unlock(&conn->loc->pool.lock);
+}
+
+void nfs_conn_unref(struct nfs_conn *conn)
+{
+	bool free_it;
+
+	g_mutex_lock(&conn->loc->pool.lock);
+	free_it = --conn->refs == 0 && !conn->busy;
+	g_mutex_unlock(&conn->loc->pool.lock);
+	if (free_it)
+		conn_free(conn);
+}
+
+void nfs_pool_destroy(struct nfs_loc *loc)
+{
+	struct nfs_pool *pool = &loc->pool;
+	GHashTableIter it;
+	gpointer k, v;
+
+	g_hash_table_iter_init(&it, pool->sets);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		struct nfs_credset *set = v;
+		struct nfs_conn *conn;
+
+		while ((conn = g_queue_pop_head(&set->idle)) != NULL)
+			conn_free(conn);
+		g_free(set);
+	}
+	g_hash_table_destroy(pool->sets);
+	g_cond_clear(&pool->cond);
+	g_mutex_clear(&pool->lock);
+}
