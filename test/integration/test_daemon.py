@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The daemon as a program (DESIGN §2): --version, --help, unmounting and signals."""
+
+import errno
+import os
+import re
+import signal
+import subprocess
+
+import pytest
+
+from conftest import file_uri, is_mounted, run_daemon
+from util import create, read_file, wait_until
+
+
+def test_version():
+    p = run_daemon(["--version"])
+    assert p.returncode == 0, p.stderr
+    out = p.stdout + p.stderr
+    assert re.search(r"fedfuse\D*\d+\.\d+\.\d+", out), out
+    assert not re.search(r"error|usage", out, re.I), out
+
+
+def test_help():
+    p = run_daemon(["--help"])
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert re.search(r"usage", out, re.I), out
+    assert "MOUNTPOINT" in out.upper()
+    assert "--namespace" in out or "namespace=" in out, out
+    assert "-f" in out and "-d" in out, out
+
+
+def test_no_mountpoint():
+    p = run_daemon([])
+    assert p.returncode != 0
+    assert p.stderr.strip(), "no message when the mount point is missing"
+
+
+def test_unknown_option(tmp_path):
+    p = run_daemon(["--no-such-option", str(tmp_path)])
+    assert p.returncode != 0
+    assert p.stderr.strip()
+    assert not is_mounted(tmp_path)
+
+
+def simple_mount(mount_factory, tmp_path):
+    loc = tmp_path / "loc"
+    loc.mkdir()
+    (loc / "f").write_bytes(b"data")
+    m = mount_factory(referrals=[("/x", [file_uri(str(loc))])])
+    m.start()
+    return m
+
+
+def test_fusermount_unmount(mount_factory, tmp_path):
+    m = simple_mount(mount_factory, tmp_path)
+    assert read_file(os.path.join(m.mnt, "x", "f")) == b"data"
+    subprocess.run(["fusermount3", "-u", m.mnt], check=True)
+    assert m.wait() == 0, m.log_text()
+    assert not is_mounted(m.mnt)
+
+
+def test_sigterm(mount_factory, tmp_path):
+    m = simple_mount(mount_factory, tmp_path)
+    assert read_file(os.path.join(m.mnt, "x", "f")) == b"data"
+    m.proc.send_signal(signal.SIGTERM)
+    assert m.wait() == 0, m.log_text()
+    assert not is_mounted(m.mnt), "still mounted after SIGTERM"
+
+
+def test_sigint(mount_factory, tmp_path):
+    m = simple_mount(mount_factory, tmp_path)
+    m.proc.send_signal(signal.SIGINT)
+    assert m.wait() == 0, m.log_text()
+    assert not is_mounted(m.mnt)
+
+
+def test_sigterm_with_open_files(mount_factory, tmp_path):
+    """Open files and a busy cwd do not keep the daemon from exiting on SIGTERM."""
+    m = simple_mount(mount_factory, tmp_path)
+    fh = open(os.path.join(m.mnt, "x", "f"), "rb")
+    dfd = os.open(os.path.join(m.mnt, "x"), os.O_RDONLY)
+    try:
+        m.proc.send_signal(signal.SIGTERM)
+        rc = m.wait()
+    finally:
+        # the connection is gone: close may report ENOTCONN, and that is right
+        for close in (fh.close, lambda: os.close(dfd)):
+            try:
+                close()
+            except OSError as e:
+                assert e.errno == errno.ENOTCONN, e
+    assert rc == 0, m.log_text()
+    wait_until(lambda: not is_mounted(m.mnt), 2)
+    if is_mounted(m.mnt):
+        subprocess.run(["fusermount3", "-uz", m.mnt])
+        pytest.fail("still mounted after SIGTERM with open files")
+
+
+def test_debug_option(mount_factory, tmp_path):
+    """-d prints FUSE's request trace to stderr in the foreground."""
+    loc = tmp_path / "dloc"
+    loc.mkdir()
+    m = mount_factory(referrals=[("/x", [file_uri(str(loc))])], extra_args=["-d"], name="dbg")
+    m.expect_log(r".")  # FUSE's trace prints "error: -2 (No such file ...)" for ENOENT
+    m.start()
+    create(os.path.join(m.mnt, "x", "g"))
+    assert (loc / "g").exists()
+    assert wait_until(lambda: "LOOKUP" in m.log_text() or "lookup" in m.log_text(), 2), \
+        m.log_text()

@@ -1,0 +1,456 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""POSIX behaviour through the mount (DESIGN §5, §6, §7): visibility of outside changes, stable
+inode numbers, open files surviving unlink and rename, precise errnos, symlinks never followed
+by the daemon, large directories."""
+
+import errno
+import fcntl
+import mmap
+import os
+import stat
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from conftest import VISIBLE_WITHIN
+from util import (create, expect_errno, listdir_set, random_bytes, read_file, run, wait_until,
+                  write_file)
+
+
+
+def test_new_file_on_disk_visible(mounted):
+    # never looked at through the mount before: visible at once, no cache to excuse
+    create(mounted.d("a", "fresh"), b"fresh data")
+    assert read_file(mounted.p("a", "fresh")) == b"fresh data"
+    # a directory listed through the mount, then changed on disk
+    assert listdir_set(mounted.p("b")) == set()
+    create(mounted.d("b", "later"), b"later")
+    within = VISIBLE_WITHIN[mounted.kind]
+    assert wait_until(lambda: "later" in os.listdir(mounted.p("b")), within), \
+        f"file created on disk not listed through the mount within {within} s"
+    assert read_file(mounted.p("b", "later")) == b"later"
+    # changed content and size of a file already read through the mount
+    write_file(mounted.d("b", "later"), b"later, and longer")
+    assert wait_until(lambda: read_file(mounted.p("b", "later")) == b"later, and longer",
+                      within)
+    # removed on disk
+    os.unlink(mounted.d("b", "later"))
+    assert wait_until(lambda: not os.path.exists(mounted.p("b", "later")), within)
+    assert "later" not in os.listdir(mounted.p("b"))
+
+
+def test_inode_stable(mounted):
+    f = create(mounted.p("a", "f"), b"x")
+    os.mkdir(mounted.p("a", "d"))
+    ino = os.stat(f).st_ino
+    dino = os.stat(mounted.p("a", "d")).st_ino
+    assert os.stat(f).st_ino == ino
+    assert ino != dino
+    assert os.stat(mounted.p("a")).st_ino not in (ino, dino)
+    os.rename(f, mounted.p("a", "d", "g"))
+    assert os.stat(mounted.p("a", "d", "g")).st_ino == ino
+    os.rename(mounted.p("a", "d"), mounted.p("a", "e"))
+    assert os.stat(mounted.p("a", "e")).st_ino == dino
+    assert os.stat(mounted.p("a", "e", "g")).st_ino == ino
+    # readdir reports the same numbers as stat
+    with os.scandir(mounted.p("a", "e")) as it:
+        assert {e.name: e.inode() for e in it} == {"g": ino}
+    # distinct objects in distinct referrals never share a number
+    numbers = set()
+    for path in (mounted.mnt, mounted.p("a"), mounted.p("b"), mounted.p("virt"),
+                 mounted.p("virt", "deep"), mounted.p("a", "nested"), mounted.p("a", "e"),
+                 mounted.p("a", "e", "g"), create(mounted.p("b", "g"), b"y")):
+        numbers.add(os.stat(path).st_ino)
+    assert len(numbers) == 9
+
+
+def test_inode_stable_after_forget(mounted):
+    """DESIGN §5: same object, same st_ino for the life of the mount, also after the kernel
+    forgot the inode (tar, du and rsync -H compare st_ino across a whole walk)."""
+    f = create(mounted.p("a", "f"), b"x")
+    os.mkdir(mounted.p("a", "d"))
+    before = (os.stat(f).st_ino, os.stat(mounted.p("a", "d")).st_ino)
+    with open("/proc/sys/vm/drop_caches", "w") as dc:
+        dc.write("2\n")  # dentries and inodes: the kernel sends FORGET for ours
+    assert (os.stat(f).st_ino, os.stat(mounted.p("a", "d")).st_ino) == before
+
+
+def test_open_file_survives_unlink(mounted):
+    path = mounted.p("a", "f")
+    with open(path, "w+b") as fh:
+        fh.write(b"before unlink;")
+        fh.flush()
+        os.unlink(path)
+        assert not os.path.exists(path)
+        assert "f" not in os.listdir(mounted.p("a"))
+        expect_errno(errno.ENOENT, os.stat, path)
+        fh.write(b" after unlink")
+        fh.flush()
+        fh.seek(0)
+        assert fh.read() == b"before unlink; after unlink"
+        assert os.fstat(fh.fileno()).st_size == len(b"before unlink; after unlink")
+        os.ftruncate(fh.fileno(), 6)
+        fh.seek(0)
+        assert fh.read() == b"before"
+    # nothing of the unlinked file is left in the location once it is closed (a backend that
+    # renamed it aside while open must remove it on release)
+    assert wait_until(lambda: os.listdir(mounted.d("a")) == [], VISIBLE_WITHIN[mounted.kind]), \
+        f"left in the location after close: {os.listdir(mounted.d('a'))}"
+    assert listdir_set(mounted.p("a")) == {"nested"}
+    # the name can be reused
+    create(path, b"new")
+    assert read_file(path) == b"new"
+
+
+def test_unlinked_open_file_nlink(mounted):
+    """POSIX: fstat of an open file whose last name was removed reports st_nlink 0."""
+    path = create(mounted.p("a", "f"), b"x")
+    with open(path, "rb") as fh:
+        os.unlink(path)
+        assert os.fstat(fh.fileno()).st_nlink == 0
+
+
+@pytest.mark.parametrize("order", ["f-then-g", "g-then-f"])
+def test_open_file_survives_unlink_of_all_links(mounted, order):
+    """An open file with two names keeps working when both are removed."""
+    if not mounted.supports("hardlink"):
+        return  # test_hard_link checks the errno
+    f, g = mounted.p("a", "f"), mounted.p("a", "g")
+    create(f, b"data;")
+    with open(f, "r+b") as fh:
+        os.link(f, g)
+        for name in ((f, g) if order == "f-then-g" else (g, f)):
+            os.unlink(name)
+        fh.seek(0, os.SEEK_END)
+        fh.write(b"more")
+        fh.flush()
+        fh.seek(0)
+        assert fh.read() == b"data;more"
+        assert os.fstat(fh.fileno()).st_size == 9
+        assert not {"f", "g"} & listdir_set(mounted.p("a"))
+    assert wait_until(lambda: os.listdir(mounted.d("a")) == [], VISIBLE_WITHIN[mounted.kind]), \
+        f"left in the location after close: {os.listdir(mounted.d('a'))}"
+
+
+def test_unlink_other_link_of_open_file(mounted):
+    """Removing one of two names of an open file is a plain unlink: the object keeps a name,
+    so nothing needs to be set aside (st_nlink drops to 1 at once, on disk too)."""
+    if not mounted.supports("hardlink"):
+        return  # test_hard_link checks the errno
+    f = create(mounted.p("a", "f"), b"x")
+    with open(f, "rb") as fh:
+        os.link(f, mounted.p("a", "g"))
+        os.unlink(mounted.p("a", "g"))
+        assert os.listdir(mounted.d("a")) == ["f"]
+        assert os.stat(mounted.d("a", "f")).st_nlink == 1
+        assert os.fstat(fh.fileno()).st_nlink == 1
+
+
+def test_open_file_survives_rename(mounted):
+    os.mkdir(mounted.p("a", "d"))
+    path = create(mounted.p("a", "d", "f"), b"one;")
+    with open(path, "r+b") as fh:
+        ino = os.fstat(fh.fileno()).st_ino
+        os.rename(path, mounted.p("a", "g"))  # out of its directory
+        fh.seek(0, os.SEEK_END)
+        fh.write(b"two;")
+        fh.flush()
+        assert read_file(mounted.p("a", "g")) == b"one;two;"
+        os.rename(mounted.p("a", "g"), mounted.p("a", "d", "h"))
+        os.rename(mounted.p("a", "d"), mounted.p("a", "e"))  # and its new parent moves
+        fh.write(b"three")
+        fh.flush()
+        fh.seek(0)
+        assert fh.read() == b"one;two;three"
+        assert os.fstat(fh.fileno()).st_ino == ino
+        assert os.stat(mounted.p("a", "e", "h")).st_ino == ino
+    assert read_file(mounted.d("a", "e", "h")) == b"one;two;three"
+
+
+def test_rename_over_open_file(mounted):
+    old = create(mounted.p("a", "old"), b"old content")
+    new = create(mounted.p("a", "new"), b"new content")
+    with open(old, "rb") as fh:
+        os.rename(new, old)
+        assert fh.read() == b"old content"
+    assert read_file(old) == b"new content"
+    assert listdir_set(mounted.p("a")) == {"old", "nested"}
+
+
+def test_open_dir_survives_rename(mounted):
+    os.makedirs(mounted.p("a", "d"))
+    for i in range(5):
+        create(mounted.p("a", "d", f"f{i}"))
+    fd = os.open(mounted.p("a", "d"), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.rename(mounted.p("a", "d"), mounted.p("a", "e"))
+        assert sorted(os.listdir(fd)) == [f"f{i}" for i in range(5)]
+        # relative lookups through the open dir fd see the renamed directory
+        assert os.stat("f3", dir_fd=fd).st_size == 0
+        create(mounted.p("a", "e", "f5"))
+        assert os.path.exists(mounted.d("a", "e", "f5"))
+    finally:
+        os.close(fd)
+
+
+def test_errno_enoent(mounted):
+    for p in (mounted.p("missing"), mounted.p("a", "missing"), mounted.p("a", "x", "y"),
+              mounted.p("virt", "missing"), mounted.p("virt", "deep", "missing"),
+              mounted.p("a", "nested", "missing")):
+        expect_errno(errno.ENOENT, os.stat, p)
+        expect_errno(errno.ENOENT, os.open, p, os.O_RDONLY)
+    expect_errno(errno.ENOENT, os.unlink, mounted.p("a", "missing"))
+    expect_errno(errno.ENOENT, os.rmdir, mounted.p("a", "missing"))
+    expect_errno(errno.ENOENT, os.rename, mounted.p("a", "missing"), mounted.p("a", "x"))
+    expect_errno(errno.ENOENT, os.open, mounted.p("a", "x", "y"), os.O_CREAT | os.O_WRONLY)
+
+
+def test_errno_enotempty(mounted):
+    os.makedirs(mounted.p("a", "d", "sub"))
+    expect_errno(errno.ENOTEMPTY, os.rmdir, mounted.p("a", "d"))
+    os.mkdir(mounted.p("a", "e"))
+    create(mounted.p("a", "e", "f"))
+    expect_errno(errno.ENOTEMPTY, os.rename, mounted.p("a", "d"), mounted.p("a", "e"))
+    assert os.path.isdir(mounted.d("a", "d", "sub"))
+    os.unlink(mounted.p("a", "e", "f"))
+    os.rmdir(mounted.p("a", "e"))
+    assert not os.path.exists(mounted.d("a", "e"))
+
+
+def test_errno_exdev(mounted):
+    f = create(mounted.p("a", "f"), b"x")
+    os.mkdir(mounted.p("a", "d"))
+    expect_errno(errno.EXDEV, os.rename, f, mounted.p("b", "f"))
+    expect_errno(errno.EXDEV, os.rename, mounted.p("a", "d"), mounted.p("b", "d"))
+    expect_errno(errno.EXDEV, os.rename, f, mounted.p("a", "nested", "f"))
+    expect_errno(errno.EXDEV, os.rename, f, mounted.p("virt", "deep", "f"))
+    assert os.path.exists(mounted.d("a", "f")) and not os.path.exists(mounted.d("b", "f"))
+
+
+def test_errno_eexist(mounted):
+    f = create(mounted.p("a", "f"), b"keep")
+    expect_errno(errno.EEXIST, os.open, f, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    expect_errno(errno.EEXIST, os.mkdir, f)
+    os.mkdir(mounted.p("a", "d"))
+    expect_errno(errno.EEXIST, os.mkdir, mounted.p("a", "d"))
+    expect_errno(errno.EEXIST, os.mkdir, mounted.p("a", "nested"))
+    assert read_file(mounted.d("a", "f")) == b"keep"
+    # O_CREAT without O_EXCL opens the existing file
+    fd = os.open(f, os.O_CREAT | os.O_RDWR)
+    os.close(fd)
+    assert read_file(f) == b"keep"
+    if mounted.supports("symlink"):
+        expect_errno(errno.EEXIST, os.symlink, "t", f)
+    if mounted.supports("hardlink"):
+        create(mounted.p("a", "g"))
+        expect_errno(errno.EEXIST, os.link, mounted.p("a", "g"), f)
+
+
+def test_errno_enotdir(mounted):
+    f = create(mounted.p("a", "f"), b"x")
+    os.mkdir(mounted.p("a", "d"))
+    expect_errno(errno.ENOTDIR, os.stat, mounted.p("a", "f", "x"))
+    expect_errno(errno.ENOTDIR, os.listdir, f)
+    expect_errno(errno.ENOTDIR, os.rmdir, f)
+    expect_errno(errno.ENOTDIR, os.open, f, os.O_RDONLY | os.O_DIRECTORY)
+    expect_errno(errno.ENOTDIR, os.rename, mounted.p("a", "d"), f)
+    expect_errno(errno.ENOTDIR, os.mkdir, mounted.p("a", "f", "sub"))
+
+
+def test_errno_eisdir(mounted):
+    d = mounted.p("a", "d")
+    os.mkdir(d)
+    create(mounted.p("a", "f"))
+    expect_errno(errno.EISDIR, os.open, d, os.O_WRONLY)
+    expect_errno(errno.EISDIR, os.open, d, os.O_RDWR)
+    expect_errno(errno.EISDIR, os.unlink, d)
+    expect_errno(errno.EISDIR, os.rename, mounted.p("a", "f"), d)
+    expect_errno(errno.EISDIR, os.open, mounted.p("a"), os.O_WRONLY)
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        expect_errno(errno.EISDIR, os.read, fd, 10)
+    finally:
+        os.close(fd)
+
+
+def test_symlink_on_disk_not_followed(mounted):
+    """The daemon shows a symlink as what it is; only the kernel follows it."""
+    os.symlink("/etc", mounted.d("a", "link"))
+    os.symlink("/etc/passwd", mounted.d("a", "flink"))
+    if not mounted.supports("symlink"):
+        # the server hides or refuses symlinks; whatever it shows is not /etc
+        assert not os.path.exists(mounted.p("a", "flink")) or \
+            read_file(mounted.p("a", "flink")) != read_file("/etc/passwd")
+        return
+    st = os.lstat(mounted.p("a", "link"))
+    assert stat.S_ISLNK(st.st_mode)
+    assert os.readlink(mounted.p("a", "link")) == "/etc"
+    assert stat.S_ISLNK(os.lstat(mounted.p("a", "flink")).st_mode)
+    # readdir tells the type too
+    with os.scandir(mounted.p("a")) as it:
+        types = {e.name: e.is_symlink() for e in it}
+    assert types["link"] and types["flink"]
+    # the kernel follows an absolute target outside the mount: that is the real /etc
+    assert sorted(os.listdir(mounted.p("a", "link"))) == sorted(os.listdir("/etc"))
+
+
+def test_symlink_escape(mounted):
+    """Nothing outside a location's root is reachable (DESIGN §7), even through a symlink
+    that replaces a directory the daemon already knows."""
+    # `secret` lies beside location A, outside it
+    parent = os.path.dirname(mounted.src["a"])
+    secret = os.path.join(parent, f"secret-{os.path.basename(mounted.src['a'])}")
+    write_file(secret, b"secret")
+    try:
+        name = os.path.basename(secret)
+        # a fresh symlink to "..": the kernel resolves it inside the mount (/a/.. is the root)
+        if mounted.supports("symlink"):
+            os.symlink("..", mounted.d("a", "up"))
+            expect_errno(errno.ENOENT, os.stat, mounted.p("a", "up", name))
+        # a directory known to the daemon, then swapped on disk for a symlink to ".."
+        os.mkdir(mounted.d("a", "dir"))
+        create(mounted.d("a", "dir", "inside"), b"inside")
+        assert read_file(mounted.p("a", "dir", "inside")) == b"inside"
+        fd = os.open(mounted.p("a", "dir"), os.O_RDONLY | os.O_DIRECTORY)  # keep the node alive
+        try:
+            os.rename(mounted.d("a", "dir"), mounted.d("a", "dir.moved"))
+            os.symlink("..", mounted.d("a", "dir"))
+            for path in (mounted.p("a", "dir", name), os.path.join(f"/proc/self/fd/{fd}", name)):
+                try:
+                    data = read_file(path)
+                except OSError:
+                    continue
+                assert data != b"secret", f"{path} reached a file outside the location"
+            try:
+                names = os.listdir(fd)
+            except OSError:
+                names = []
+            assert name not in names, "listing reached the directory above the location"
+        finally:
+            os.close(fd)
+    finally:
+        os.unlink(secret)
+
+
+def test_large_directory(mounted):
+    big = mounted.d("a", "big")
+    os.mkdir(big)
+    names = set()
+    for i in range(2000):
+        # names of every length up to 255 bytes, to cross readdir buffer boundaries unevenly
+        name = f"{i:04d}-" + "n" * (i % 251)
+        names.add(name)
+        if i % 100 == 7:
+            os.mkdir(os.path.join(big, name))
+        else:
+            os.close(os.open(os.path.join(big, name), os.O_CREAT | os.O_WRONLY, 0o644))
+    assert listdir_set(mounted.p("a", "big")) == names
+    with os.scandir(mounted.p("a", "big")) as it:
+        dirs = {e.name for e in it if e.is_dir(follow_symlinks=False)}
+    assert dirs == {n for n in names if int(n[:4]) % 100 == 7}
+    out = run(["ls", "-l", mounted.p("a", "big")], text=True).stdout.splitlines()
+    assert out[0].startswith("total")
+    assert len(out) == 2001
+    assert sum(1 for line in out[1:] if line.startswith("d")) == len(dirs)
+    # a second listing (cached or not) is equal; so is one made while entries are added
+    assert listdir_set(mounted.p("a", "big")) == names
+    for i in range(10):
+        create(mounted.p("a", "big", f"added-{i}"))
+    assert listdir_set(mounted.p("a", "big")) == names | {f"added-{i}" for i in range(10)}
+
+
+def test_statfs(mounted):
+    """statvfs of a referral reports its location's filesystem."""
+    via, disk = os.statvfs(mounted.p("a")), os.statvfs(mounted.d("a"))
+    assert via.f_bsize > 0 and via.f_blocks > 0
+    assert via.f_blocks * via.f_frsize == disk.f_blocks * disk.f_frsize
+    assert via.f_namemax >= 255 or via.f_namemax == disk.f_namemax
+
+
+def test_parallel_io(mounted):
+    """Many threads reading and writing their own files at once (the daemon is threaded)."""
+    errors = []
+
+    def worker(k):
+        try:
+            data = random_bytes(256 * 1024 + k, seed=k)
+            where = ("a", "b")[k % 2]
+            path = mounted.p(where, f"par-{k}")
+            for _ in range(3):
+                write_file(path, data)
+                assert read_file(path) == data
+                os.rename(path, path + ".x")
+                os.rename(path + ".x", path)
+            assert read_file(mounted.d(where, f"par-{k}")) == data
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(f"worker {k}: {e!r}")
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert len(os.listdir(mounted.p("a"))) == 4 + 1  # + nested
+
+
+def test_append_and_sparse(mounted):
+    path = mounted.p("a", "f")
+    a = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o644)
+    b = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        os.write(a, b"one;")
+        os.write(b, b"two;")
+        os.write(a, b"three;")
+    finally:
+        os.close(a)
+        os.close(b)
+    assert read_file(mounted.d("a", "f")) == b"one;two;three;"
+    # a write far beyond the end leaves a hole that reads as zeros
+    with open(path, "r+b") as fh:
+        fh.seek(10 * 1024 * 1024)
+        fh.write(b"end")
+    data = read_file(path)
+    assert len(data) == 10 * 1024 * 1024 + 3
+    assert data[:14] == b"one;two;three;" and data[-3:] == b"end"
+    assert data[14:-3].count(0) == len(data) - 17
+
+
+def test_mmap(mounted):
+    path = create(mounted.p("a", "m"), bytes(8192))
+    with open(path, "r+b") as fh:
+        mm = mmap.mmap(fh.fileno(), 8192)
+        mm[100:105] = b"hello"
+        mm[8000:8005] = b"world"
+        mm.flush()
+        mm.close()
+    data = read_file(mounted.d("a", "m"))
+    assert data[100:105] == b"hello" and data[8000:8005] == b"world"
+    with open(path, "rb") as fh:
+        mm = mmap.mmap(fh.fileno(), 8192, prot=mmap.PROT_READ)
+        assert mm[100:105] == b"hello"
+        mm.close()
+
+
+def test_locks(mounted):
+    """flock(1) and POSIX record locks exclude another process (DESIGN §6)."""
+    path = create(mounted.p("a", "lockfile"), b"x" * 100)
+    with open(path, "r+b") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        assert subprocess.run(["flock", "-n", "-E", "99", path, "true"]).returncode == 99, \
+            "flock -n got a lock another process holds"
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        assert subprocess.run(["flock", "-n", path, "true"]).returncode == 0
+        # a POSIX write lock on bytes 0-9 held here blocks a conflicting one in a child, and
+        # not one on other bytes
+        code = ("import fcntl, sys\n"
+                f"f = open({path!r}, 'r+b')\n"
+                "try:\n    fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB, 10, 0)\n"
+                "except OSError:\n    fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB, 10, 50)\n"
+                "    sys.exit(7)\n")
+        fcntl.lockf(fh, fcntl.LOCK_EX, 10, 0)
+        assert subprocess.run([sys.executable, "-c", code]).returncode == 7
+        fcntl.lockf(fh, fcntl.LOCK_UN, 10, 0)
+        assert subprocess.run([sys.executable, "-c", code]).returncode == 0
