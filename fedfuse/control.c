@@ -87,7 +87,9 @@ char *ff_control_read(struct ff_state *s, uint64_t ino, size_t *len)
 		break;
 	}
 	case 2:
-		ff_mounts_describe_locations(s->mounts, out);
+		ns = ff_state_ns(s);
+		ff_mounts_describe_locations(s->mounts, ns, out);
+		ff_namespace_unref(ns);
 		break;
 	}
 	*len = out->len;

@@ -366,7 +366,7 @@ static int hide_if_open(struct op *op, struct ff_inode *dir, struct ff_target *d
 		return 0; /* the operation itself will say what is wrong */
 	ops_of(m)->forget(m->ctx, node);
 	victim = ff_itab_find(op->s->itab, m->index, st.st_dev, st.st_ino);
-	if (!victim || S_ISDIR(st.st_mode))
+	if (!victim || S_ISDIR(st.st_mode) || st.st_nlink > 1) /* not the last name */
 		return 0;
 	g_mutex_lock(&victim->lock);
 	open = victim->opencount > 0 && !victim->hidden_name;

@@ -225,11 +225,8 @@ void ff_itab_forget(struct ff_itab *itab, uint64_t ino, uint64_t n)
 		return;
 	}
 	g_hash_table_remove(itab->by_ino, &inode->ino);
-	if (inode->mnt) {
-		struct obj_key key = { inode->mnt_index, inode->dev, inode->bino };
-
-		g_hash_table_remove(itab->by_obj, &key);
-	}
+	g_hash_table_remove(itab->by_obj,
+			    &(struct obj_key){ inode->mnt_index, inode->dev, inode->bino });
 	g_mutex_unlock(&itab->lock);
 	inode_free(itab, inode);
 }

@@ -14,11 +14,71 @@
 #define BACKOFF_MIN 1.0
 #define BACKOFF_MAX 60.0
 
+#define CONNECTORS 4
+
 struct ff_mounts {
 	GMutex lock;
 	GHashTable *by_key; /* key -> struct ff_mount * */
 	GPtrArray *list;    /* in index order */
+	/* Backends connect on threads made at start-up, which act as the daemon itself: FUSE
+	 * workers may be acting as some user (the local backend switches a thread's fsuid), and
+	 * a connection must not read a credentials file or create state as that user. */
+	GAsyncQueue *connect_queue;
+	GThread *connectors[CONNECTORS];
 };
+
+/* A connection request, waited for by the thread that asked. */
+struct connect_req {
+	struct ff_mount *m;
+	int rc;
+	char *msg;
+	bool done;
+	GMutex lock;
+	GCond cond;
+};
+
+static gpointer connector(gpointer data)
+{
+	GAsyncQueue *queue = data;
+	struct connect_req *req;
+
+	while ((req = g_async_queue_pop(queue)) != (gpointer)queue) { /* the queue: stop */
+		struct ff_mount *m = req->m;
+		void *ctx = NULL;
+		char *msg = NULL;
+		int rc = m->be->ops->mount(&m->loc.spec, NULL, &ctx, &msg);
+
+		g_mutex_lock(&req->lock);
+		req->rc = rc;
+		req->msg = msg;
+		if (rc == 0)
+			m->ctx = ctx;
+		req->done = true;
+		g_cond_signal(&req->cond);
+		g_mutex_unlock(&req->lock);
+	}
+	return NULL;
+}
+
+/* Run the backend's mount() on a connector thread; called with m->lock held. */
+static int connect_on_connector(struct ff_mounts *mounts, struct ff_mount *m, char **msg)
+{
+	struct connect_req req = { .m = m };
+	int rc;
+
+	g_mutex_init(&req.lock);
+	g_cond_init(&req.cond);
+	g_async_queue_push(mounts->connect_queue, &req);
+	g_mutex_lock(&req.lock);
+	while (!req.done)
+		g_cond_wait(&req.cond, &req.lock);
+	g_mutex_unlock(&req.lock);
+	rc = req.rc;
+	*msg = req.msg;
+	g_cond_clear(&req.cond);
+	g_mutex_clear(&req.lock);
+	return rc;
+}
 
 static const char *const op_names[FF_OP_COUNT] = {
 	[FF_OP_LOOKUP] = "lookup", [FF_OP_GETATTR] = "getattr", [FF_OP_SETATTR] = "setattr",
@@ -35,6 +95,9 @@ struct ff_mounts *ff_mounts_new(void)
 	g_mutex_init(&mounts->lock);
 	mounts->by_key = g_hash_table_new(g_str_hash, g_str_equal);
 	mounts->list = g_ptr_array_new();
+	mounts->connect_queue = g_async_queue_new();
+	for (int i = 0; i < CONNECTORS; i++)
+		mounts->connectors[i] = g_thread_new("connect", connector, mounts->connect_queue);
 	return mounts;
 }
 
@@ -42,6 +105,11 @@ void ff_mounts_free(struct ff_mounts *mounts)
 {
 	if (!mounts)
 		return;
+	for (int i = 0; i < CONNECTORS; i++)
+		g_async_queue_push(mounts->connect_queue, mounts->connect_queue);
+	for (int i = 0; i < CONNECTORS; i++)
+		g_thread_join(mounts->connectors[i]);
+	g_async_queue_unref(mounts->connect_queue);
 	for (guint i = 0; i < mounts->list->len; i++) {
 		struct ff_mount *m = mounts->list->pdata[i];
 
@@ -93,6 +161,7 @@ struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 	if (!m && mounts->list->len < FF_MOUNT_INDEX_MAX) {
 		m = g_new0(struct ff_mount, 1);
 		m->index = mounts->list->len + 1;
+		m->mounts = mounts;
 		m->key = g_steal_pointer(&key);
 		m->ns_path = g_strdup(ns_path);
 		m->attr_timeout = attr_timeout;
@@ -183,9 +252,8 @@ int ff_mount_connect(struct ff_mount *m)
 	}
 	/* Connecting under the mount's lock serialises the first users of this location, which is
 	 * what we want: one connection attempt, not one per waiting request. */
-	rc = m->be->ops->mount(&m->loc.spec, NULL, &m->ctx, &bmsg);
+	rc = connect_on_connector(m->mounts, m, &bmsg);
 	if (rc < 0) {
-		m->ctx = NULL;
 		set_down(m, rc, bmsg);
 		g_free(bmsg);
 		goto out_unlock;
@@ -222,22 +290,38 @@ static const char *state_name(enum ff_mount_state s)
 	return s == FF_MOUNT_UP ? "up" : s == FF_MOUNT_DOWN ? "down" : "idle";
 }
 
-void ff_mounts_describe_locations(struct ff_mounts *mounts, GString *out)
+static void describe_mount(struct ff_mount *m, gint64 now, GString *out)
+{
+	g_mutex_lock(&m->lock);
+	g_string_append_printf(out, "%s\t%s\tstate=%s\tsince=%.0fs\topen=%d", m->ns_path,
+			       m->loc.spec.uri, state_name(m->state), (now - m->since) / 1e6,
+			       g_atomic_int_get(&m->open_files));
+	if (m->last_error)
+		g_string_append_printf(out, "\tlast-error=%s", m->last_error);
+	g_string_append_c(out, '\n');
+	g_mutex_unlock(&m->lock);
+}
+
+void ff_mounts_describe_locations(struct ff_mounts *mounts, const struct ff_namespace *ns,
+				  GString *out)
 {
 	gint64 now = g_get_monotonic_time();
 
 	g_mutex_lock(&mounts->lock);
-	for (guint i = 0; i < mounts->list->len; i++) {
-		struct ff_mount *m = mounts->list->pdata[i];
+	for (guint i = 0; i < ns->referrals->len; i++) {
+		const struct ff_referral *ref = ns->referrals->pdata[i];
 
-		g_mutex_lock(&m->lock);
-		g_string_append_printf(out, "%s\t%s\tstate=%s\tsince=%.0fs\topen=%d", m->ns_path,
-				       m->loc.spec.uri, state_name(m->state), (now - m->since) / 1e6,
-				       g_atomic_int_get(&m->open_files));
-		if (m->last_error)
-			g_string_append_printf(out, "\tlast-error=%s", m->last_error);
-		g_string_append_c(out, '\n');
-		g_mutex_unlock(&m->lock);
+		for (guint j = 0; j < ref->locations->len; j++) {
+			const struct ff_location *loc = ref->locations->pdata[j];
+			g_autofree char *key = mount_key(ref->path, &loc->spec, ref->attr_timeout);
+			struct ff_mount *m = g_hash_table_lookup(mounts->by_key, key);
+
+			if (m)
+				describe_mount(m, now, out);
+			else
+				g_string_append_printf(out, "%s\t%s\tstate=idle\n", ref->path,
+						       loc->spec.uri);
+		}
 	}
 	g_mutex_unlock(&mounts->lock);
 }

@@ -41,8 +41,11 @@ struct ff_op_stats {
 
 enum ff_mount_state { FF_MOUNT_IDLE, FF_MOUNT_UP, FF_MOUNT_DOWN };
 
+struct ff_mounts;
+
 struct ff_mount {
 	uint16_t index; /* 1..FF_MOUNT_INDEX_MAX, part of inode numbers */
+	struct ff_mounts *mounts; /* the table it belongs to */
 	char *key;	/* what makes two locations the same mount */
 	char *ns_path;	/* the referral it serves: two referrals never share a mount */
 	struct ff_location loc;
@@ -60,8 +63,6 @@ struct ff_mount {
 	gint open_files; /* open handles, for silly rename decisions */
 	struct ff_op_stats stats[FF_OP_COUNT]; /* updated atomically */
 };
-
-struct ff_mounts;
 
 struct ff_mounts *ff_mounts_new(void);
 /* Unmounts every connected location. */
@@ -85,7 +86,9 @@ int ff_mount_account(struct ff_mount *m, enum ff_op op, int rc, gint64 start_use
 bool ff_errno_is_connection(int err);
 
 /* Text for /.fedfuse/locations and /.fedfuse/stats. */
-void ff_mounts_describe_locations(struct ff_mounts *mounts, GString *out);
+/* Every location of the namespace, in order, with its state ("idle": not used yet). */
+void ff_mounts_describe_locations(struct ff_mounts *mounts, const struct ff_namespace *ns,
+				  GString *out);
 void ff_mounts_describe_stats(struct ff_mounts *mounts, GString *out);
 
 #endif /* FEDFUSE_LOCATION_H */

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -239,7 +240,8 @@ static int serve(struct ff_state *s, struct fuse_cmdline_opts *cmd)
 		return fuse_session_loop(s->se);
 	config = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(config, cmd->clone_fd);
-	fuse_loop_cfg_set_idle_threads(config, cmd->max_idle_threads);
+	if (cmd->max_idle_threads != UINT_MAX) /* UINT_MAX: not given */
+		fuse_loop_cfg_set_idle_threads(config, cmd->max_idle_threads);
 	if (cmd->max_threads > 0 && cmd->max_threads <= 100000)
 		fuse_loop_cfg_set_max_threads(config, cmd->max_threads);
 	rc = fuse_session_loop_mt(s->se, config);

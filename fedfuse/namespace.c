@@ -979,7 +979,7 @@ static char *read_text(const char *file, size_t *len, GError **err)
 	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		e = errno;
-		g_set_error(err, G_FILE_ERROR, g_file_error_from_errno(e), "%s: cannot read: %s",
+		g_set_error(err, G_FILE_ERROR, g_file_error_from_errno(e), "%s:0: cannot read: %s",
 			    file, g_strerror(e));
 		return NULL;
 	}
@@ -992,14 +992,14 @@ static char *read_text(const char *file, size_t *len, GError **err)
 		if (n < 0) {
 			e = errno;
 			g_set_error(err, G_FILE_ERROR, g_file_error_from_errno(e),
-				    "%s: cannot read: %s", file, g_strerror(e));
+				    "%s:0: cannot read: %s", file, g_strerror(e));
 			goto out_free;
 		}
 		if (n == 0)
 			break;
 		if (buf->len + n > NS_FILE_MAX) {
 			g_set_error(err, G_FILE_ERROR, G_FILE_ERROR_FAILED,
-				    "%s: larger than %d bytes", file, NS_FILE_MAX);
+				    "%s:0: larger than %d bytes", file, NS_FILE_MAX);
 			goto out_free;
 		}
 		g_string_append_len(buf, chunk, n);

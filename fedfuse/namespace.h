@@ -58,7 +58,8 @@ struct ff_namespace {
 typedef int (*ff_location_check_fn)(const struct ff_location_spec *spec, void *data, char **msg);
 
 /* Load and validate a namespace file. On any error returns NULL and sets *err to a message of
- * the form "FILE:LINE: message" (G_FILE_ERROR / G_KEY_FILE_ERROR domains). `check` may be NULL,
+ * the form "FILE:LINE: message" (LINE 0 when the file as a whole cannot be used: unreadable,
+ * too large) (G_FILE_ERROR / G_KEY_FILE_ERROR domains). `check` may be NULL,
  * in which case only the schemes "file", "nfs" and "smb" are accepted and not validated further. */
 struct ff_namespace *ff_namespace_load(const char *file, ff_location_check_fn check, void *data,
 				       GError **err);

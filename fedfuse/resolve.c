@@ -298,6 +298,10 @@ int ff_resolve_getattr(struct ff_state *s, const struct ff_cred *cred, struct ff
 	rc = t.mnt->be->ops->getattr(t.mnt->ctx, cred, t.bnode, fh, st);
 	rc = ff_mount_account(t.mnt, FF_OP_GETATTR, rc, start);
 	st->st_ino = inode->ino;
+	g_mutex_lock(&inode->lock);
+	if (inode->hidden_name) /* unlinked while open, kept under a hidden name */
+		st->st_nlink = 0;
+	g_mutex_unlock(&inode->lock);
 	*timeout = t.mnt->attr_timeout;
 	ff_target_put(s, &t);
 	return rc;

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck shell=bash
 # Sourced by scripts/test-servers. Defines ganesha_start, ganesha_stop and ganesha_status.
 #
 # nfs-ganesha (FSAL VFS) on 127.0.0.1 only, NFS on $GANESHA_NFS_PORT and MOUNT on
@@ -18,13 +19,13 @@ GANESHA_LEASE=${GANESHA_LEASE:-60}
 
 # ganesha_pid: print the pid of our running ganesha, or fail.
 ganesha_pid() {
-	local pid
+	local pid cmd
 	[ -f "$GANESHA_DIR/ganesha.pid" ] || return 1
 	pid=$(cat "$GANESHA_DIR/ganesha.pid" 2>/dev/null) || return 1
 	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
 	# A recycled pid must still be ganesha reading our configuration.
-	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "-f $GANESHA_DIR/ganesha.conf" ||
-		return 1
+	cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+	[[ $cmd == *"-f $GANESHA_DIR/ganesha.conf"* ]] || return 1
 	echo "$pid"
 }
 
@@ -112,10 +113,12 @@ ganesha_env() {
 
 ganesha_fail() {
 	echo "test-servers: ganesha: $*" >&2
-	if [ -f "$GANESHA_DIR/ganesha.log" ]; then
-		echo "--- last lines of $GANESHA_DIR/ganesha.log:" >&2
-		tail -n 25 "$GANESHA_DIR/ganesha.log" >&2
-	fi
+	local f
+	for f in "$GANESHA_DIR/ganesha.out" "$GANESHA_DIR/ganesha.log"; do
+		[ -s "$f" ] || continue
+		echo "--- last lines of $f:" >&2
+		tail -n 25 "$f" >&2
+	done
 	ganesha_stop
 	exit 1
 }
@@ -141,7 +144,7 @@ ganesha_start() {
 	rm -f "$GANESHA_DIR/ganesha.pid"
 	: >"$GANESHA_DIR/ganesha.log"
 	setsid nohup ganesha.nfsd -F -L "$GANESHA_DIR/ganesha.log" -p "$GANESHA_DIR/ganesha.pid" \
-		-f "$GANESHA_DIR/ganesha.conf" </dev/null >>"$GANESHA_DIR/ganesha.log" 2>&1 &
+		-f "$GANESHA_DIR/ganesha.conf" </dev/null >"$GANESHA_DIR/ganesha.out" 2>&1 &
 	pid=$!
 	echo "$pid" >"$GANESHA_DIR/ganesha.pid" # ganesha rewrites it with the same pid
 	wait_port "$GANESHA_NFS_PORT" 20 || ganesha_fail "nothing listens on 127.0.0.1:$GANESHA_NFS_PORT"

@@ -130,18 +130,26 @@ samba_fail() {
 }
 
 samba_start() {
-	local d=$SAMBA_DIR port pid i
+	local d=$SAMBA_DIR port pid i p
 	port=$(samba_port)
 	command -v smbd >/dev/null || die "samba: smbd not found (apt-get install samba)"
 	command -v smbclient >/dev/null || die "samba: smbclient not found (apt-get install smbclient)"
 
 	if pid=$(samba_pid); then
-		echo "samba: already running (pid $pid)"
+		# The ports it was started with, not those of this call's environment.
+		SAMBA_PORTS=$(sed -n 's/^[[:space:]]*smb ports = //p' "$SAMBA_CONF")
+		port=$(samba_port)
+		echo "samba: already running (pid $pid, ports $SAMBA_PORTS)"
 	else
-		# A distribution smbd would fight over 445 and confuse the tests: say so.
-		if pgrep -a -x smbd | grep -v -- "$SAMBA_CONF" >&2; then
-			echo "test-servers: samba: warning: another smbd runs (above)" >&2
-		fi
+		# smbd binds with SO_REUSEPORT: a second server on the same port would get half of
+		# the connections. Refuse to start next to anything that listens there already.
+		for p in $SAMBA_PORTS; do
+			if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+				pgrep -a -x smbd >&2 || true
+				die "samba: 127.0.0.1:$p is in use (another smbd? FEDFUSE_TEST_STATE=$STATE;" \
+					"choose other ports with FEDFUSE_SMB_PORTS)"
+			fi
+		done
 		mkdir -p "$d"/{lock,state,cache,private,run,ncalrpc,bind-dns,log,guest,user}
 		chmod 0700 "$d/private"
 		chmod 0777 "$d/guest"
@@ -202,8 +210,8 @@ samba_stop() {
 samba_status() {
 	local pid
 	if pid=$(samba_pid); then
-		echo "samba: running (pid $pid, ports $SAMBA_PORTS, group: $(pgrep -g "$pid" | wc -l)" \
-			"processes)"
+		echo "samba: running (pid $pid, ports $(sed -n 's/^[[:space:]]*smb ports = //p' \
+			"$SAMBA_CONF"), $(pgrep -g "$pid" | wc -l) processes)"
 	else
 		echo "samba: not running"
 		return 1

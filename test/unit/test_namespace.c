@@ -669,7 +669,7 @@ static void test_error_case(gconstpointer data)
 static void test_error_missing_file(void)
 {
 	char *path = g_build_filename(tmpdir, "missing.conf", NULL);
-	char *want = g_strdup_printf("%s: cannot read: %s", path, g_strerror(ENOENT));
+	char *want = g_strdup_printf("%s:0: cannot read: %s", path, g_strerror(ENOENT));
 	GError *err = NULL;
 
 	g_assert_null(ff_namespace_load(path, NULL, NULL, &err));
@@ -679,7 +679,7 @@ static void test_error_missing_file(void)
 	g_free(want);
 
 	/* a directory opens but cannot be read */
-	want = g_strdup_printf("%s: cannot read: %s", tmpdir, g_strerror(EISDIR));
+	want = g_strdup_printf("%s:0: cannot read: %s", tmpdir, g_strerror(EISDIR));
 	g_assert_null(ff_namespace_load(tmpdir, NULL, NULL, &err));
 	g_assert_cmpstr(err->message, ==, want);
 	g_clear_error(&err);
