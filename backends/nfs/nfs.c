@@ -281,8 +281,9 @@ static int mount_probe(struct nfs_loc *loc, const char *path, char **msg)
 	struct nfs_ident id = { .uid = getuid(), .gid = getgid() };
 	gint64 deadline = nfs_deadline(loc);
 	struct nfs_context *nfs = NULL;
-	char *try = g_strdup(path);
-	int rc = -ENOENT;
+	char *try = g_strdup(path), *first_msg = NULL;
+	int rc = -ENOENT, first_rc = 0;
+	struct stat st;
 
 	for (;;) {
 		char *slash;
@@ -293,8 +294,12 @@ static int mount_probe(struct nfs_loc *loc, const char *path, char **msg)
 		loc->prefix = g_strdup(path + (strcmp(try, "/") == 0 ? 0 : strlen(try)));
 		if (strcmp(loc->prefix, "/") == 0)
 			loc->prefix[0] = '\0';
-		nfs = nfs_context_new(loc, &id, deadline, &rc, msg);
-		if (nfs || loc->version != 3 || (rc != -EACCES && rc != -ENOENT && rc != -EPERM) ||
+		nfs = nfs_context_new(loc, &id, deadline, &rc, &first_msg);
+		if (nfs)
+			break;
+		if (!first_rc)
+			first_rc = rc;
+		if (loc->version != 3 || (rc != -EACCES && rc != -ENOENT && rc != -EPERM) ||
 		    strcmp(try, "/") == 0)
 			break;
 		slash = strrchr(try, '/');
@@ -302,23 +307,22 @@ static int mount_probe(struct nfs_loc *loc, const char *path, char **msg)
 			slash[1] = '\0';
 		else
 			*slash = '\0';
-		g_free(*msg);
-		*msg = NULL;
 	}
 	g_free(try);
-	if (!nfs)
-		return rc;
-	rc = 0;
-	if (*loc->prefix) { /* the rest must be a directory we can reach */
-		struct stat st;
-
-		nfs_set_deadline(nfs, deadline);
-		rc = do_lstat(loc, nfs, loc->prefix, &st);
-		if (rc == 0 && !S_ISDIR(st.st_mode))
-			rc = -ENOTDIR;
-		if (rc)
-			*msg = g_strdup_printf("%s: %s: %s", loc->uri, path, g_strerror(-rc));
+	if (!nfs) { /* report why the path itself could not be mounted */
+		*msg = first_msg;
+		return first_rc;
 	}
+	g_free(first_msg);
+	/* the location's root must be a directory we can reach */
+	nfs_set_deadline(nfs, deadline);
+	rc = do_lstat(loc, nfs, *loc->prefix ? loc->prefix : "/", &st);
+	if (rc == 0 && !S_ISDIR(st.st_mode))
+		rc = -ENOTDIR;
+	if (rc)
+		*msg = g_strdup_printf("%s: %s: %s", loc->uri, path, g_strerror(-rc));
+	else
+		loc->root_dev = st.st_dev;
 	nfs_destroy_context(nfs);
 	return rc;
 }
@@ -782,6 +786,14 @@ static int nfs_getattr(void *l, const struct ff_cred *cred, ff_node *node, void 
 	if (fh && loc->version == 3)
 		return handle_getattr(loc, fh, st);
 	path = node_path(loc, node, NULL);
+	if (!path && fh) {
+		/* An open NFSv4 file whose name is gone: libnfs' GETATTR has no fsid, so take the
+		 * location root's (one export, one filesystem, in all but odd setups). */
+		rc = handle_getattr(loc, fh, st);
+		if (rc == 0)
+			st->st_dev = loc->root_dev;
+		return rc;
+	}
 	if (!path)
 		return -ESTALE;
 	rc = op_begin(&op, loc, cred);
@@ -859,8 +871,12 @@ static int nfs_setattr(void *l, const struct ff_cred *cred, ff_node *node, void 
 		rc = nfs4_setattr(loc, op.nfs, full, attr, to_set, st);
 		g_free(full);
 	} else {
-		rc = setattr_v3(&op, path, attr, to_set);
-		if (rc == 0)
+		bool have_st = false;
+
+		rc = nfs3_setattr(op.nfs, path, attr, to_set, st, &have_st);
+		if (rc == -EACCES) /* e.g. the mount's root is not readable: libnfs' way */
+			rc = setattr_v3(&op, path, attr, to_set);
+		if (rc == 0 && !have_st)
 			rc = do_lstat(loc, op.nfs, path, st);
 	}
 	op_end(&op, rc);
@@ -882,6 +898,14 @@ static ssize_t nfs_readlink_node(void *l, const struct ff_cred *cred, ff_node *n
 	rc = op_begin(&op, loc, cred);
 	if (rc)
 		goto out_free;
+	if (loc->version == 4) {
+		char *full = v4_path(loc, path);
+
+		rc = nfs4_readlink(loc, op.nfs, full, buf, size);
+		g_free(full);
+		op_end(&op, rc < 0 ? (int)rc : 0);
+		goto out_free;
+	}
 	rc = nfs_readlink2(op.nfs, path, &target);
 	rc = rc < 0 ? nfs_map_error(op.nfs, (int)rc) : 0;
 	op_end(&op, (int)rc);

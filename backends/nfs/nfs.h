@@ -72,6 +72,7 @@ struct nfs_loc {
 	char *prefix;	  /* a directory below mount_path ("" for none) for every node path */
 	int timeout_ms;
 	bool read_only;
+	dev_t root_dev; /* st_dev of the location's root */
 	struct ff_pathtree *tree;
 	struct nfs_pool pool;
 };
@@ -125,6 +126,13 @@ int nfs_set_deadline(struct nfs_context *nfs, gint64 deadline);
  * when the connection failed (then pending callbacks have been called or never will be). */
 int nfs_event_loop(struct nfs_context *nfs, const int *done, gint64 deadline);
 
+/* ---- nfs_v3.c ---------------------------------------------------------------------------- */
+
+/* SETATTR3 of `path` (below the mount, never following a symlink) with all of `to_set` at once
+ * and times in nanoseconds. *have_st tells whether `st` got the attributes after. */
+int nfs3_setattr(struct nfs_context *nfs, const char *path, const struct stat *attr, int to_set,
+		 struct stat *st, bool *have_st);
+
 /* ---- nfs_v4.c -------------------------------------------------------------------------------- */
 
 /* Attributes of `path` (below the server's pseudo root, lstat semantics) with fsid and rawdev,
@@ -138,6 +146,9 @@ int nfs4_setattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
  * object's attributes. */
 int nfs4_mknod(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, mode_t mode,
 	       dev_t rdev, struct stat *st);
+/* The target of a symlink; libnfs 4.0 returns it with garbage after it (no terminating NUL). */
+ssize_t nfs4_readlink(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, char *buf,
+		      size_t size);
 /* REMOVE that refuses a directory (unlink, -EISDIR) or anything else (rmdir, -ENOTDIR): libnfs
  * 4.0's NFSv4 unlink and rmdir both remove whatever has the name. */
 int nfs4_remove(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, bool dir);

@@ -171,11 +171,10 @@ struct nfs_context *nfs_context_new(struct nfs_loc *loc, const struct nfs_ident 
 		goto out_destroy;
 	}
 	rc = nfs_event_loop(nfs, &w.done, deadline);
-	if (rc == 0 && w.status < 0) {
+	if (rc == 0 && w.status < 0)
 		rc = nfs_map_error(nfs, w.status);
-		if (rc == -EIO && w.msg && strstr(w.msg, "connect"))
-			rc = -ECONNREFUSED;
-	}
+	if (rc == -ECONNRESET || (rc == -EIO && w.msg && strstr(w.msg, "connect")))
+		rc = -ECONNREFUSED; /* no connection was ever made */
 	if (rc)
 		goto out_destroy;
 	rpc_set_autoreconnect(nfs_get_rpc_context(nfs), NFS_RECONNECT_TRIES);

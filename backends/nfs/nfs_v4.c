@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * nfs_v4.c - NFSv4 COMPOUNDs built by hand where libnfs 4.0's high-level calls are wrong:
- * its READDIR leaves dirents' fileid uninitialised, its GETATTR asks for no fsid or rawdev,
- * its chmod/chown/utimes OPEN the object (so fail on directories, follow symlinks, and its
- * utimes(NULL) crashes), its mknod makes no fifos; and it cannot encode a WRITE of 4 KiB or more
- * (every COMPOUND is encoded into a fixed 4096-byte buffer), so writes go in pipelined chunks.
- * Every COMPOUND here starts at the server's root: PUTROOTFH, one LOOKUP per component (LOOKUP
- * never follows a symlink), then the operation.
+ * nfs_v4.c - NFSv4 COMPOUNDs built by hand where libnfs 4.0's high-level calls are wrong: its
+ * READDIR leaves dirents' fileid uninitialised, its GETATTR asks for no fsid or rawdev, its
+ * READLINK result has garbage after the target, its chmod/chown/utimes OPEN the object (fail on
+ * directories, follow symlinks; utimes(NULL) crashes), its mknod makes no fifos, its unlink and
+ * rmdir remove any type; and it cannot encode a WRITE of 4 KiB or more (every COMPOUND goes into
+ * a fixed 4096-byte buffer), so writes go in pipelined chunks. Each COMPOUND here starts at the
+ * server's root: PUTROOTFH, one LOOKUP per component (LOOKUP never follows a symlink), then the
+ * operation.
  */
 #include <errno.h>
 #include <poll.h>
@@ -482,6 +483,44 @@ out_free:
 	g_free(dir);
 	g_free(name);
 	return rc;
+}
+
+/* ---- READLINK ------------------------------------------------------------------------------ */
+
+struct readlink_out {
+	char *buf;
+	size_t size;
+	ssize_t len;
+};
+
+static int decode_readlink(struct v4_call *c, COMPOUND4res *res, int first)
+{
+	const nfs_resop4 *r = find_res(res, OP_READLINK);
+	struct readlink_out *out = c->arg;
+	const linktext4 *link;
+
+	if (!r || r->nfs_resop4_u.opreadlink.status != NFS4_OK)
+		return -EPROTO;
+	link = &r->nfs_resop4_u.opreadlink.READLINK4res_u.resok4.link;
+	if (link->utf8string_len > out->size)
+		return -ENAMETOOLONG;
+	memcpy(out->buf, link->utf8string_val, link->utf8string_len);
+	out->len = link->utf8string_len;
+	return 0;
+}
+
+ssize_t nfs4_readlink(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, char *buf,
+		      size_t size)
+{
+	struct readlink_out out = { buf, size, 0 };
+	struct v4_ops o;
+	int rc;
+
+	v4_ops_init(&o, path, 1);
+	o.op[o.n++].argop = OP_READLINK;
+	rc = v4_run(nfs, &o, decode_readlink, &out);
+	v4_ops_free(&o);
+	return rc ? rc : out.len;
 }
 
 /* ---- REMOVE of a given type ------------------------------------------------------------------ */

@@ -17,8 +17,8 @@
 
 #include "backends/smb/smb.h"
 
-#define SMB_CRED_MAX 4096   /* a credentials file is a few lines */
-#define SMB_NAME_MAX 255    /* and libsmbclient's fstring buffers for user/password/domain */
+#define SMB_CRED_MAX 4096 /* a credentials file is a few lines */
+#define SMB_NAME_MAX 255  /* and libsmbclient's fstring buffers for user/password/domain */
 #define SMB_XATTR_MAX (1 << 20)
 #define SMB_BLKSIZE (1 << 20)
 
@@ -29,6 +29,7 @@ struct smb_file {
 	int flags;		  /* as the caller opened it */
 	struct ff_pathnode *node; /* reference */
 	bool no_fstat;		  /* a write-only SMB handle may not read its attributes */
+	gint64 t0;		  /* start of the running operation (its context is held) */
 };
 
 /*
@@ -115,12 +116,19 @@ static void smb_url_encode(GString *out, const char *path)
 	}
 }
 
-/* The URL of `node` (plus "/child"), or NULL when the node was unlinked. g_free it. */
+/*
+ * The URL of `node` (plus "/child"), or NULL when the node was unlinked or child is no valid SMB
+ * name. The check matters: a '\\' in a name would be a separator to the server, and "..\\x"
+ * would leave the location's directory.
+ */
 static char *smb_url(struct smb_loc *loc, struct ff_pathnode *node, const char *child)
 {
-	char *path = ff_pathtree_path(loc->tree, NULL, node, child);
 	GString *url;
+	char *path;
 
+	if (child && smb_check_name(child))
+		return NULL;
+	path = ff_pathtree_path(loc->tree, NULL, node, child);
 	if (!path)
 		return NULL;
 	url = g_string_new(loc->url);
@@ -157,12 +165,42 @@ static void smb_fix_stat(struct smb_loc *loc, struct stat *st)
 
 /* ---- running operations on pooled contexts -------------------------------------------------- */
 
+/* Raw libsmbclient stat on a context: 0 or -errno; st as libsmbclient fills it. */
+static int smb_stat_raw(SMBCCTX *ctx, const char *url, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (smbc_getFunctionStat(ctx)(ctx, url, st) < 0)
+		return smb_err(errno);
+	return 0;
+}
+
 typedef int (*smb_op_fn)(struct smb_loc *loc, struct smb_conn *conn, void *arg);
+
+/*
+ * What a failed operation really meant. libsmbclient turns every failure to resolve a path on a
+ * DFS share (one extra query per operation there) into ENOENT, a timeout and a dead connection
+ * included:
+ *  - a failure that took (nearly) the whole timeout is a timeout;
+ *  - on a DFS share, ENOENT is checked against the location's root on the same context: when
+ *    that fails too, the connection is dead.
+ */
+static int smb_classify(struct smb_loc *loc, struct smb_conn *conn, int rc, gint64 t0)
+{
+	struct stat st;
+
+	if (rc >= 0 || rc == -ETIMEDOUT)
+		return rc;
+	if (g_get_monotonic_time() - t0 >= (gint64)loc->timeout_ms * 900)
+		return -ETIMEDOUT;
+	if (rc == -ENOENT && loc->dfs && smb_stat_raw(conn->ctx, loc->url, &st) != 0)
+		return -ECONNRESET;
+	return rc;
+}
 
 /*
  * Run fn on a context of the pool. When the context's connection turns out to be dead (the
  * server restarted or dropped it), the pool retires it and fn runs once more on a fresh one.
- * A timeout is not retried: it has used the time already.
+ * A timeout is not retried: it has used the time already (the pool retires that context too).
  */
 static int smb_run(struct smb_loc *loc, bool for_open, smb_op_fn fn, void *arg)
 {
@@ -170,11 +208,13 @@ static int smb_run(struct smb_loc *loc, bool for_open, smb_op_fn fn, void *arg)
 
 	for (int attempt = 0; attempt < 2; attempt++) {
 		struct smb_conn *conn;
+		gint64 t0;
 
 		rc = smb_pool_get(&loc->pool, for_open, &conn);
 		if (rc)
 			return rc;
-		rc = fn(loc, conn, arg);
+		t0 = g_get_monotonic_time();
+		rc = smb_classify(loc, conn, fn(loc, conn, arg), t0);
 		smb_pool_put(&loc->pool, conn, rc);
 		if (!smb_err_is_disconnect(rc))
 			break;
@@ -193,23 +233,16 @@ static int smb_fh_begin(struct smb_loc *loc, struct smb_file *fh)
 		rc = smb_pool_get_conn(&loc->pool, fh->conn, false);
 	if (rc)
 		g_rw_lock_reader_unlock(&loc->gate);
+	fh->t0 = g_get_monotonic_time();
 	return rc;
 }
 
 static int smb_fh_end(struct smb_loc *loc, struct smb_file *fh, int rc)
 {
+	rc = smb_classify(loc, fh->conn, rc, fh->t0);
 	smb_pool_put(&loc->pool, fh->conn, rc);
 	g_rw_lock_reader_unlock(&loc->gate);
 	return smb_err_is_disconnect(rc) ? -EIO : rc;
-}
-
-/* Raw libsmbclient stat on a context: 0 or -errno; st as libsmbclient fills it. */
-static int smb_stat_raw(SMBCCTX *ctx, const char *url, struct stat *st)
-{
-	memset(st, 0, sizeof(*st));
-	if (smbc_getFunctionStat(ctx)(ctx, url, st) < 0)
-		return smb_err(errno);
-	return 0;
 }
 
 struct smb_stat_arg {
@@ -266,7 +299,7 @@ static int smb_parse_query(const char *query, struct smb_target *t, char **msg)
 		unsigned long n;
 
 		if (!g_str_has_prefix(*o, "connections=")) {
-			*msg = g_strdup_printf("unknown option '%s' in smb URI (known: connections)",
+			*msg = g_strdup_printf("smb URI option '%s' unknown (known: connections)",
 					       *o);
 			rc = -EINVAL;
 			break;
@@ -329,7 +362,8 @@ static int smb_parse_spec(const struct ff_location_spec *spec, struct smb_target
 	comps = g_strsplit(path, "/", -1);
 	for (char **c = comps; *c; c++) {
 		if (!**c || smb_check_name(*c)) {
-			*msg = g_strdup_printf("smb path component '%s' is not a valid SMB name", *c);
+			*msg = g_strdup_printf("smb path component '%s' is not a valid SMB name",
+					       *c);
 			goto out;
 		}
 	}
@@ -416,14 +450,16 @@ static int smb_parse_credentials(char *buf, size_t len, const char *path, struct
 		} else if (smb_key_is(p, dom_keys)) {
 			slot = &dom;
 		} else {
-			*msg = g_strdup_printf("%s:%d: unknown key (expected username=, password= or "
-					       "domain=)", path, lineno);
+			*msg = g_strdup_printf("%s:%d: unknown key (username=, password=, domain=)",
+					       path, lineno);
 			return -EINVAL;
 		}
 		if (*slot) {
-			*msg = g_strdup_printf("%s:%d: %s given twice", path, lineno,
-					       slot == &user ? "username" :
-					       slot == &pass ? "password" : "domain");
+			const char *what = slot == &user ? "username" : "domain";
+
+			if (slot == &pass)
+				what = "password";
+			*msg = g_strdup_printf("%s:%d: %s given twice", path, lineno, what);
 			return -EINVAL;
 		}
 		*slot = eq + 1;
@@ -440,8 +476,9 @@ static int smb_parse_credentials(char *buf, size_t len, const char *path, struct
 	sep = strpbrk(user, "\\/");
 	if (sep) {
 		if (dom && *dom) {
-			*msg = g_strdup_printf("credentials file %s: username= has a domain part and "
-					       "domain= is given too", path);
+			*msg = g_strdup_printf("credentials file %s: domain given twice (username= "
+					       "DOMAIN\\user and domain=)",
+					       path);
 			return -EINVAL;
 		}
 		*sep = '\0';
@@ -455,7 +492,8 @@ static int smb_parse_credentials(char *buf, size_t len, const char *path, struct
 	if (strlen(user) > SMB_NAME_MAX || (dom && strlen(dom) > SMB_NAME_MAX) ||
 	    (pass && strlen(pass) > SMB_NAME_MAX)) {
 		*msg = g_strdup_printf("credentials file %s: a value is longer than %d bytes "
-				       "(libsmbclient's limit)", path, SMB_NAME_MAX);
+				       "(libsmbclient's limit)",
+				       path, SMB_NAME_MAX);
 		return -EINVAL;
 	}
 	loc->user = g_strdup(user);
@@ -493,15 +531,15 @@ static int smb_read_credentials(const char *path, struct smb_loc *loc, char **ms
 	}
 	if (st.st_uid != geteuid()) {
 		*msg = g_strdup_printf("credentials file %s is owned by uid %u, not by the user "
-				       "running fedfuse (%u)", path, (unsigned int)st.st_uid,
-				       (unsigned int)geteuid());
+				       "running fedfuse (%u)",
+				       path, (unsigned int)st.st_uid, (unsigned int)geteuid());
 		rc = -EACCES;
 		goto out_close;
 	}
 	if (st.st_mode & 077) {
 		*msg = g_strdup_printf("credentials file %s may be accessed by group or others "
-				       "(mode %04o); chmod 600 it", path,
-				       (unsigned int)(st.st_mode & 07777));
+				       "(mode %04o); chmod 600 it",
+				       path, (unsigned int)(st.st_mode & 07777));
 		rc = -EACCES;
 		goto out_close;
 	}
@@ -567,16 +605,15 @@ static char *smb_mount_msg(struct smb_loc *loc, int rc)
 			return g_strdup_printf("%s: guest access refused by the server",
 					       loc->display);
 		return g_strdup_printf("%s: access denied for user '%s%s%s' (wrong user name or "
-				       "password, or no access to the share)", loc->display,
-				       loc->domain ? loc->domain : "", loc->domain ? "\\" : "",
-				       loc->user);
+				       "password, or no access to the share)",
+				       loc->display, loc->domain ? loc->domain : "",
+				       loc->domain ? "\\" : "", loc->user);
 	case -ENOENT:
 		return g_strdup_printf("%s: no such share or directory", loc->display);
 	case -ENOTDIR:
 		return g_strdup_printf("%s: not a directory", loc->display);
 	case -ETIMEDOUT:
-		return g_strdup_printf("%s: no answer within %d ms", loc->display,
-				       loc->timeout_ms);
+		return g_strdup_printf("%s: no answer within %d ms", loc->display, loc->timeout_ms);
 	case -EHOSTUNREACH:
 		return g_strdup_printf("%s: host unreachable or unknown", loc->display);
 	default:
@@ -608,9 +645,9 @@ static int smb_mount(const struct ff_location_spec *spec, const struct ff_notify
 	smb_url_encode(url, loc->share);
 	smb_url_encode(url, t.subpath);
 	loc->url = g_string_free(url, FALSE);
-	loc->display = loc->port ? g_strdup_printf("//%s:%d/%s%s", loc->host, loc->port,
-						   loc->share, t.subpath) :
-				   g_strdup_printf("//%s/%s%s", loc->host, loc->share, t.subpath);
+	loc->display = loc->port ? g_strdup_printf("//%s:%d/%s%s", loc->host, loc->port, loc->share,
+						   t.subpath)
+				 : g_strdup_printf("//%s/%s%s", loc->host, loc->share, t.subpath);
 	loc->timeout_ms = spec->timeout > 0 ? (int)(spec->timeout * 1000) : 15000;
 	if (loc->timeout_ms < 100)
 		loc->timeout_ms = 100;
@@ -650,6 +687,14 @@ static int smb_mount(const struct ff_location_spec *spec, const struct ff_notify
 	if (rc) {
 		*msg = smb_mount_msg(loc, rc);
 		goto out_free;
+	}
+	/* Is the share a DFS root (see smb_classify())? */
+	{
+		struct statvfs sv;
+
+		memset(&sv, 0, sizeof(sv));
+		if (smbc_getFunctionStatVFS(conn->ctx)(conn->ctx, loc->url, &sv) == 0)
+			loc->dfs = (sv.f_flag & SMBC_VFS_FEATURE_DFS) != 0;
 	}
 	smb_pool_put(&loc->pool, conn, 0);
 	smb_target_clear(&t);
@@ -1128,8 +1173,8 @@ static ssize_t smb_read(void *loc_, void *fh_, void *buf, size_t size, off_t off
 		goto out;
 	}
 	while (done < size) {
-		ssize_t n = smbc_getFunctionRead(ctx)(ctx, fh->file, (char *)buf + done,
-						      size - done);
+		ssize_t n =
+			smbc_getFunctionRead(ctx)(ctx, fh->file, (char *)buf + done, size - done);
 
 		if (n < 0) {
 			rc = smb_err(errno);
@@ -1210,8 +1255,10 @@ static int smb_release(void *loc_, void *fh_)
 	struct smb_file *fh = fh_;
 	struct smb_path_arg a = { 0 };
 	struct smb_conn *conn;
+	bool times;
 	int rc;
 
+	/* Inside the gate until it has left loc->open: smb_rename_open() must not see it after. */
 	g_rw_lock_reader_lock(&loc->gate);
 	conn = fh->conn;
 	rc = fh->file ? smb_pool_get_conn(&loc->pool, conn, true) : -EIO;
@@ -1225,8 +1272,9 @@ static int smb_release(void *loc_, void *fh_)
 		/* The connection is gone; freeing the context closes what is left. */
 		smb_pool_file_closed(&loc->pool, conn);
 	}
+	times = smb_closed(loc, fh, a.tv);
 	g_rw_lock_reader_unlock(&loc->gate);
-	if (smb_closed(loc, fh, a.tv)) {
+	if (times) {
 		a.url = smb_url(loc, fh->node, NULL);
 		if (a.url)
 			smb_run(loc, false, smb_utimes_fn, &a); /* best effort, like the close */
@@ -1291,8 +1339,8 @@ static int smb_mknod(void *loc, const struct ff_cred *cred, ff_node *parent, con
 }
 
 /* No symlinks and no hard links on SMB without unix extensions: EPERM, as vfat answers. */
-static int smb_symlink(void *loc, const struct ff_cred *cred, const char *target,
-		       ff_node *parent, const char *name, ff_node **node, struct stat *st)
+static int smb_symlink(void *loc, const struct ff_cred *cred, const char *target, ff_node *parent,
+		       const char *name, ff_node **node, struct stat *st)
 {
 	return -EPERM;
 }
@@ -1346,6 +1394,8 @@ static int smb_unlink(void *loc_, const struct ff_cred *cred, ff_node *parent, c
 	if (!a.url)
 		return -ENOENT;
 	rc = smb_run(loc, false, smb_unlink_fn, &a);
+	if (rc == -EBUSY && smb_pool_wait_reaped(&loc->pool))
+		rc = smb_run(loc, false, smb_unlink_fn, &a);
 	if (rc == 0)
 		ff_pathtree_unlink(loc->tree, pn(parent), name);
 	g_free((char *)a.url);
@@ -1371,6 +1421,8 @@ static int smb_rmdir(void *loc_, const struct ff_cred *cred, ff_node *parent, co
 	if (!a.url)
 		return -ENOENT;
 	rc = smb_run(loc, false, smb_rmdir_fn, &a);
+	if (rc == -EBUSY && smb_pool_wait_reaped(&loc->pool))
+		rc = smb_run(loc, false, smb_rmdir_fn, &a);
 	if (rc == 0)
 		ff_pathtree_unlink(loc->tree, pn(parent), name);
 	g_free((char *)a.url);
@@ -1506,6 +1558,8 @@ static int smb_rename(void *loc_, const struct ff_cred *cred, ff_node *parent, c
 		goto out;
 	}
 	rc = smb_run(loc, false, smb_rename_fn, &a);
+	if (rc == -EBUSY && smb_pool_wait_reaped(&loc->pool))
+		rc = smb_run(loc, false, smb_rename_fn, &a);
 	if (rc == 0)
 		ff_pathtree_rename(loc->tree, pn(parent), name, pn(newparent), newname, false);
 	else if (rc == -EBUSY || rc == -EACCES)
@@ -1617,8 +1671,7 @@ static int smb_readdir(void *loc_, const struct ff_cred *cred, ff_node *node, vo
 		if (rc)
 			goto out_unlock;
 	}
-	for (guint i = (guint)MIN((guint64)off, (guint64)dh->ents->len); i < dh->ents->len;
-	     i++) {
+	for (guint i = (guint)MIN((guint64)off, (guint64)dh->ents->len); i < dh->ents->len; i++) {
 		struct smb_dirent *e = &g_array_index(dh->ents, struct smb_dirent, i);
 		ff_node *child = NULL;
 		int r;
@@ -1701,8 +1754,9 @@ static int smb_statfs(void *loc_, const struct ff_cred *cred, ff_node *node, str
  */
 static bool smb_xattr_known(const char *name)
 {
-	return g_str_has_prefix(name, "system.nt_sec_desc.") ||
-	       g_str_has_prefix(name, "system.dos_attr.");
+	static const char nt[] = "system.nt_sec_desc.", dos[] = "system.dos_attr.";
+
+	return g_str_has_prefix(name, nt) || g_str_has_prefix(name, dos);
 }
 
 struct smb_xattr_arg {
@@ -1726,8 +1780,8 @@ static int smb_getxattr_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg
 	return smb_err(err);
 }
 
-static ssize_t smb_getxattr(void *loc_, const struct ff_cred *cred, ff_node *node,
-			    const char *name, void *buf, size_t size)
+static ssize_t smb_getxattr(void *loc_, const struct ff_cred *cred, ff_node *node, const char *name,
+			    void *buf, size_t size)
 {
 	struct smb_loc *loc = loc_;
 	struct smb_xattr_arg a = { .name = name };
@@ -1783,8 +1837,7 @@ static int smb_setxattr(void *loc, const struct ff_cred *cred, ff_node *node, co
 	return smb_xattr_known(name) ? -EPERM : -EOPNOTSUPP;
 }
 
-static int smb_removexattr(void *loc, const struct ff_cred *cred, ff_node *node,
-			   const char *name)
+static int smb_removexattr(void *loc, const struct ff_cred *cred, ff_node *node, const char *name)
 {
 	return smb_xattr_known(name) ? -EPERM : -EOPNOTSUPP;
 }

@@ -42,13 +42,14 @@ struct smb_conn {
  */
 struct smb_pool {
 	GMutex lock;
-	GCond cond;	 /* a context became idle or a slot free */
-	GPtrArray *live; /* struct smb_conn *, usable (busy or idle); broken ones leave it */
+	GCond cond;	       /* a context became idle or a slot free */
+	GPtrArray *live;       /* struct smb_conn *, usable (busy or idle); broken ones leave it */
 	unsigned int creating; /* slots reserved by threads creating a context */
 	unsigned int max;
 	gint64 auth_holdoff_until; /* monotonic µs; new contexts fail -EACCES before it */
 	bool auth_logged;	   /* the failure was logged; quiet until a logon works */
 	GAsyncQueue *reap;	   /* contexts to free, by the reaper thread */
+	unsigned int reaping;	   /* contexts queued or being freed; pool lock */
 	GThread *reaper;
 	struct smb_loc *loc;
 };
@@ -56,13 +57,13 @@ struct smb_pool {
 /* One mounted location. */
 struct smb_loc {
 	char *host;
-	int port;	   /* 0: libsmbclient's default (445, then 139) */
+	int port; /* 0: libsmbclient's default (445, then 139) */
 	char *share;
-	char *url;	   /* "smb://host[:port]/share[/sub...]", percent-encoded, no trailing '/' */
-	char *display;	   /* "//host[:port]/share[/sub]" for messages */
-	char *user;	   /* "" (anonymous, i.e. guest) when no credentials */
-	char *domain;	   /* NULL: the library's default workgroup */
-	char *password;	   /* wiped with explicit_bzero at unmount; "" for guest */
+	char *url;	/* "smb://host[:port]/share[/sub...]", percent-encoded, no trailing '/' */
+	char *display;	/* "//host[:port]/share[/sub]" for messages */
+	char *user;	/* "" (anonymous, i.e. guest) when no credentials */
+	char *domain;	/* NULL: the library's default workgroup */
+	char *password; /* wiped with explicit_bzero at unmount; "" for guest */
 	size_t password_len;
 	bool guest;
 	int timeout_ms;
@@ -71,13 +72,14 @@ struct smb_loc {
 	mode_t file_mode;
 	mode_t dir_mode;
 	dev_t dev;
+	bool dfs; /* the share is a DFS root (statvfs says so at mount) */
 	struct ff_pathtree *tree;
 	struct smb_pool pool;
 	/* Lock order: gate, then a pool's context (checked out), then wlock, then the path tree's
 	 * lock; pool->lock is a leaf. */
-	GRWLock gate;	     /* handle operations read; moving open handles (rename) writes */
-	GMutex wlock;	     /* guards open */
-	GHashTable *open;    /* struct ff_pathnode * -> struct smb_open_node * (smb.c) */
+	GRWLock gate;	  /* handle operations read; moving open handles (rename) writes */
+	GMutex wlock;	  /* guards open */
+	GHashTable *open; /* struct ff_pathnode * -> struct smb_open_node * (smb.c) */
 };
 
 /* ---- smb_pool.c ------------------------------------------------------------------------------ */
@@ -95,6 +97,10 @@ int smb_pool_get(struct smb_pool *pool, bool for_open, struct smb_conn **conn);
 int smb_pool_get_conn(struct smb_pool *pool, struct smb_conn *conn, bool patient);
 /* Check a context back in. rc is the operation's result: a lost connection retires it. */
 void smb_pool_put(struct smb_pool *pool, struct smb_conn *conn, int rc);
+/* Retired contexts may still hold files open on the server (a file whose connection hung
+ * is closed by the reaper): wait until they are freed, at most the timeout. True when there
+ * were any, i.e. a sharing violation (EBUSY) may be gone now. */
+bool smb_pool_wait_reaped(struct smb_pool *pool);
 /* Account an open file to / release it from a context (called while it is checked out). */
 void smb_pool_file_opened(struct smb_pool *pool, struct smb_conn *conn);
 void smb_pool_file_closed(struct smb_pool *pool, struct smb_conn *conn);

@@ -128,12 +128,13 @@ static const struct smb_thread_functions smb_thread_fns = {
 	.get_tls = smb_thr_get_tls,
 };
 
-static bool smb_threaded;	/* the hooks are in: contexts may be used in parallel */
+static bool smb_threaded;      /* the hooks are in: contexts may be used in parallel */
 static GMutex smb_serial_lock; /* otherwise this is held around every libsmbclient use */
 
 static bool smb_threads_install(void)
 {
 	int (*set_functions)(const struct smb_thread_functions *tf);
+	void (*display_set_stderr)(void);
 	void *lib;
 	bool ok = false;
 
@@ -144,6 +145,11 @@ static bool smb_threads_install(void)
 		lib, "smb_thread_set_functions", "SAMBA_UTIL_0.0.1");
 	if (set_functions)
 		ok = set_functions(&smb_thread_fns) == 0;
+	/* libsmbclient also prints a few messages ("Couldn't resolve ...") with d_printf(), to
+	 * stdout; a daemon's stdout is no place for them, its log (stderr) is. */
+	display_set_stderr = (void (*)(void))dlvsym(lib, "display_set_stderr", "SAMBA_UTIL_0.0.1");
+	if (display_set_stderr)
+		display_set_stderr();
 	dlclose(lib); /* libsmbclient keeps it loaded */
 	return ok;
 }
@@ -189,8 +195,8 @@ static void smb_debug_cb(void *priv, int level, const char *msg)
 }
 
 /* The credentials of a location, for every connection its contexts make (DFS ones too). */
-static void smb_auth_cb(SMBCCTX *c, const char *srv, const char *shr, char *wg, int wglen,
-			char *un, int unlen, char *pw, int pwlen)
+static void smb_auth_cb(SMBCCTX *c, const char *srv, const char *shr, char *wg, int wglen, char *un,
+			int unlen, char *pw, int pwlen)
 {
 	struct smb_loc *loc = smbc_getOptionUserData(c);
 
@@ -362,6 +368,15 @@ static SMBCCTX *smb_ctx_new(struct smb_loc *loc)
 	return ctx;
 }
 
+/* Hand a context to the reaper thread, which frees it (closing what is still open on it). */
+static void smb_pool_reap(struct smb_pool *pool, struct smb_conn *conn)
+{
+	g_mutex_lock(&pool->lock);
+	pool->reaping++;
+	g_mutex_unlock(&pool->lock);
+	g_async_queue_push(pool->reap, conn);
+}
+
 /* A new context with an established, logged-on connection to the location's share. Called
  * with the library lock held (smb_lib_lock). */
 static int smb_conn_new(struct smb_pool *pool, struct smb_conn **out)
@@ -369,6 +384,7 @@ static int smb_conn_new(struct smb_pool *pool, struct smb_conn **out)
 	struct smb_loc *loc = pool->loc;
 	struct smb_conn *conn;
 	struct stat st;
+	gint64 t0;
 	bool warm;
 	int rc;
 
@@ -390,8 +406,13 @@ static int smb_conn_new(struct smb_pool *pool, struct smb_conn **out)
 	 * told apart from a file's permissions. */
 	memset(&st, 0, sizeof(st));
 	rc = 0;
-	if (smbc_getFunctionStat(conn->ctx)(conn->ctx, loc->url, &st) < 0)
+	t0 = g_get_monotonic_time();
+	if (smbc_getFunctionStat(conn->ctx)(conn->ctx, loc->url, &st) < 0) {
 		rc = smb_err(errno);
+		/* On a DFS share a timeout comes back as ENOENT (see smb_classify()). */
+		if (g_get_monotonic_time() - t0 >= (gint64)loc->timeout_ms * 900)
+			rc = -ETIMEDOUT;
+	}
 	if (!warm) {
 		smb_warm = rc == 0;
 		g_mutex_unlock(&smb_global_lock);
@@ -407,7 +428,7 @@ static int smb_conn_new(struct smb_pool *pool, struct smb_conn **out)
 
 out_free_ctx:
 	/* Freeing may wait for the server once more (tree disconnect): not in this request. */
-	g_async_queue_push(pool->reap, conn);
+	smb_pool_reap(pool, conn);
 	return rc;
 out_free:
 	g_free(conn);
@@ -429,6 +450,10 @@ static gpointer smb_reaper(gpointer data)
 		smbc_free_context(conn->ctx, 1);
 		smb_lib_unlock();
 		g_free(conn);
+		g_mutex_lock(&pool->lock);
+		pool->reaping--;
+		g_cond_broadcast(&pool->cond);
+		g_mutex_unlock(&pool->lock);
 	}
 	return NULL;
 }
@@ -452,7 +477,7 @@ void smb_pool_destroy(struct smb_pool *pool)
 	if (!pool->live)
 		return;
 	for (guint i = 0; i < pool->live->len; i++)
-		g_async_queue_push(pool->reap, pool->live->pdata[i]);
+		smb_pool_reap(pool, pool->live->pdata[i]);
 	g_ptr_array_set_size(pool->live, 0);
 	g_async_queue_push(pool->reap, pool);
 	g_thread_join(pool->reaper);
@@ -576,7 +601,10 @@ void smb_pool_put(struct smb_pool *pool, struct smb_conn *conn, int rc)
 
 	g_mutex_lock(&pool->lock);
 	conn->busy = false;
-	if (smb_err_is_disconnect(rc) && !conn->broken) {
+	/* A dead connection, or a hung one: after a timeout the connection may be left waiting
+	 * for answers (or, on a DFS share, fail every later path); a fresh context is safer. Its
+	 * files are lost (EIO), as open files are when their server goes away. */
+	if ((smb_err_is_disconnect(rc) || rc == -ETIMEDOUT) && !conn->broken) {
 		conn->broken = true;
 		g_ptr_array_remove_fast(pool->live, conn);
 	}
@@ -585,7 +613,7 @@ void smb_pool_put(struct smb_pool *pool, struct smb_conn *conn, int rc)
 	g_mutex_unlock(&pool->lock);
 	smb_lib_unlock();
 	if (reap)
-		g_async_queue_push(pool->reap, conn);
+		smb_pool_reap(pool, conn);
 }
 
 void smb_pool_file_opened(struct smb_pool *pool, struct smb_conn *conn)
@@ -604,5 +632,18 @@ void smb_pool_file_closed(struct smb_pool *pool, struct smb_conn *conn)
 	reap = conn->broken && conn->nfiles == 0 && !conn->busy;
 	g_mutex_unlock(&pool->lock);
 	if (reap)
-		g_async_queue_push(pool->reap, conn);
+		smb_pool_reap(pool, conn);
+}
+
+bool smb_pool_wait_reaped(struct smb_pool *pool)
+{
+	gint64 deadline = g_get_monotonic_time() + (gint64)pool->loc->timeout_ms * 1000;
+	bool waited;
+
+	g_mutex_lock(&pool->lock);
+	waited = pool->reaping > 0;
+	while (pool->reaping > 0 && g_cond_wait_until(&pool->cond, &pool->lock, deadline))
+		;
+	g_mutex_unlock(&pool->lock);
+	return waited;
 }

@@ -1,13 +1,17 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck shell=bash
 # Sourced by scripts/test-servers. Defines samba_start, samba_stop and samba_status.
 #
 # One smbd (Debian 12's samba 4.17) on 127.0.0.1 only, with every file it writes (config,
 # passdb, locks, logs, pid) under $STATE/samba. Two shares:
-#   guest  - anyone, read-write, files owned by root (force user), EAs on
+#   guest  - anyone (anonymous logon), read-write, files owned by root (force user), EAs on,
+#            an MS-DFS root (msdfs links in it become referrals)
 #   user   - only the local user fedfusetest (created if missing), whose password is generated
 #            once and kept in $STATE/samba/user.cred (mount.cifs format, mode 0600)
 # Ports: 4445 by default. FEDFUSE_SMB_PORTS="4445 445" adds 445, which MS-DFS referrals need
-# (their targets carry no port); the env file records the first port.
+# (their targets carry no port) and so do system.nt_sec_desc.* xattrs (libsmbclient reaches the
+# server's IPC$ on 445/139 whatever the URL's port); the env file records the first port. Start
+# refuses ports something listens on already (smbd would share them through SO_REUSEPORT).
 
 SAMBA_DIR=$STATE/samba
 SAMBA_CONF=$SAMBA_DIR/smb.conf
@@ -166,7 +170,9 @@ samba_start() {
 			pid=$(samba_pid) && break
 			sleep 0.1
 		done
-		[ -n "${pid:-}" ] && kill -0 "$pid" 2>/dev/null || samba_fail "smbd did not start"
+		if [ -z "${pid:-}" ] || ! kill -0 "$pid" 2>/dev/null; then
+			samba_fail "smbd did not start"
+		fi
 		wait_port "$port" 10 || samba_fail "nothing listens on 127.0.0.1:$port"
 		for ((i = 0; i < 50; i++)); do
 			if smbclient -s "$SAMBA_CONF" -p "$port" -N //127.0.0.1/guest -c ls \

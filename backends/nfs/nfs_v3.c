@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * nfs_v3.c - NFSv3 SETATTR built by hand. libnfs 4.0 sets times through struct timeval
+ * (microseconds: tar and rsync see their nanoseconds cut) and sends one SETATTR per attribute
+ * group; here every attribute goes in one SETATTR3 with nanoseconds or the server's clock, whose
+ * reply carries the new attributes. The object is found from the mount's root filehandle by one
+ * LOOKUP3 per component, which never follows a symlink.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+
+#include <nfsc/libnfs.h>
+#include <nfsc/libnfs-raw.h>
+#include <nfsc/libnfs-raw-nfs.h>
+
+#include <fuse_lowlevel.h>
+
+#include "backends/nfs/nfs.h"
+
+/* What nfs_get_fh() returns: libnfs-private.h's struct nfs_fh, which libnfs does not install. */
+struct libnfs_fh {
+	int len;
+	char *val;
+};
+
+struct v3_call {
+	int done;
+	int err;
+	bool abandoned;	 /* the caller left (event loop failure): free on callback */
+	GByteArray *fh;	 /* LOOKUP3: the object's filehandle */
+	struct stat *st; /* SETATTR3: the attributes after, when the server sent them */
+	bool have_st;
+};
+
+static mode_t v3_type_mode(ftype3 type)
+{
+	switch (type) {
+	case NF3DIR:
+		return S_IFDIR;
+	case NF3BLK:
+		return S_IFBLK;
+	case NF3CHR:
+		return S_IFCHR;
+	case NF3LNK:
+		return S_IFLNK;
+	case NF3SOCK:
+		return S_IFSOCK;
+	case NF3FIFO:
+		return S_IFIFO;
+	default:
+		return S_IFREG;
+	}
+}
+
+static void stat_from_fattr3(const fattr3 *fa, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_dev = (dev_t)fa->fsid;
+	st->st_ino = (ino_t)fa->fileid;
+	st->st_mode = v3_type_mode(fa->type) | (fa->mode & 07777);
+	st->st_nlink = fa->nlink;
+	st->st_uid = fa->uid;
+	st->st_gid = fa->gid;
+	st->st_size = (off_t)fa->size;
+	st->st_blocks = (blkcnt_t)((fa->used + 511) / 512);
+	st->st_blksize = NFS_XFER_MAX;
+	st->st_rdev = makedev(fa->rdev.specdata1, fa->rdev.specdata2);
+	st->st_atim.tv_sec = fa->atime.seconds;
+	st->st_atim.tv_nsec = fa->atime.nseconds;
+	st->st_mtim.tv_sec = fa->mtime.seconds;
+	st->st_mtim.tv_nsec = fa->mtime.nseconds;
+	st->st_ctim.tv_sec = fa->ctime.seconds;
+	st->st_ctim.tv_nsec = fa->ctime.nseconds;
+}
+
+static bool v3_call_status(struct v3_call *c, int status, void *data)
+{
+	if (c->abandoned) {
+		if (c->fh)
+			g_byte_array_free(c->fh, TRUE);
+		g_free(c);
+		return false;
+	}
+	c->done = 1;
+	if (status == RPC_STATUS_TIMEOUT || status == RPC_STATUS_CANCEL)
+		c->err = -ETIMEDOUT;
+	else if (status != RPC_STATUS_SUCCESS || !data)
+		c->err = -ECONNRESET;
+	return c->err == 0;
+}
+
+static void lookup_cb(struct rpc_context *rpc, int status, void *data, void *private_data)
+{
+	struct v3_call *c = private_data;
+	LOOKUP3res *res = data;
+
+	if (!v3_call_status(c, status, data))
+		return;
+	if (res->status != NFS3_OK) {
+		c->err = nfs3_status_errno(res->status);
+		return;
+	}
+	g_byte_array_append(c->fh, (guint8 *)res->LOOKUP3res_u.resok.object.data.data_val,
+			    res->LOOKUP3res_u.resok.object.data.data_len);
+}
+
+static void setattr_cb(struct rpc_context *rpc, int status, void *data, void *private_data)
+{
+	struct v3_call *c = private_data;
+	SETATTR3res *res = data;
+	const post_op_attr *after;
+
+	if (!v3_call_status(c, status, data))
+		return;
+	if (res->status != NFS3_OK) {
+		c->err = nfs3_status_errno(res->status);
+		return;
+	}
+	after = &res->SETATTR3res_u.resok.obj_wcc.after;
+	if (after->attributes_follow && c->st) {
+		stat_from_fattr3(&after->post_op_attr_u.attributes, c->st);
+		c->have_st = true;
+	}
+}
+
+/* Wait for the call's callback; on failure leave `c` to it. Returns its error. */
+static int v3_wait(struct nfs_context *nfs, struct v3_call *c)
+{
+	gint64 deadline =
+		g_get_monotonic_time() + ((gint64)MAX(nfs_get_timeout(nfs), 0) + 1000) * 1000;
+	int rc = nfs_event_loop(nfs, &c->done, deadline);
+
+	if (rc && !c->done) {
+		c->abandoned = true;
+		return rc;
+	}
+	return c->err;
+}
+
+/* The filehandle of the mount's root, from libnfs (nfs_open() of "/"). */
+static int root_fh(struct nfs_context *nfs, GByteArray *out)
+{
+	struct libnfs_fh *fh;
+	struct nfsfh *root;
+	int rc;
+
+	rc = nfs_open(nfs, "/", O_RDONLY, &root);
+	if (rc < 0)
+		return nfs_map_error(nfs, rc);
+	fh = (struct libnfs_fh *)nfs_get_fh(root);
+	if (fh && fh->len > 0 && fh->len <= NFS3_FHSIZE)
+		g_byte_array_append(out, (guint8 *)fh->val, (guint)fh->len);
+	else
+		rc = -EPROTO;
+	nfs_close(nfs, root);
+	return rc;
+}
+
+/* Walk `path` (below the mount) from the root, one LOOKUP3 per component. */
+static int resolve(struct nfs_context *nfs, const char *path, GByteArray **out)
+{
+	GByteArray *fh = g_byte_array_new();
+	char **parts = g_strsplit(path, "/", -1);
+	int rc;
+
+	rc = root_fh(nfs, fh);
+	for (char **p = parts; rc == 0 && *p; p++) {
+		struct v3_call *c;
+		LOOKUP3args args;
+
+		if (!**p)
+			continue;
+		c = g_new0(struct v3_call, 1);
+		c->fh = g_byte_array_new();
+		memset(&args, 0, sizeof(args));
+		args.what.dir.data.data_len = fh->len;
+		args.what.dir.data.data_val = (char *)fh->data;
+		args.what.name = *p;
+		if (rpc_nfs3_lookup_async(nfs_get_rpc_context(nfs), lookup_cb, &args, c) != 0) {
+			g_byte_array_free(c->fh, TRUE);
+			g_free(c);
+			rc = -ENOMEM;
+			break;
+		}
+		rc = v3_wait(nfs, c);
+		if (rc && !c->done)
+			break; /* abandoned: its callback frees it */
+		g_byte_array_free(fh, TRUE);
+		fh = c->fh;
+		g_free(c);
+	}
+	g_strfreev(parts);
+	if (rc) {
+		g_byte_array_free(fh, TRUE);
+		return rc;
+	}
+	*out = fh;
+	return 0;
+}
+
+static void set_time(time_how *how, nfstime3 *t, bool given, bool now, const struct timespec *ts)
+{
+	if (!given) {
+		*how = DONT_CHANGE;
+	} else if (now) {
+		*how = SET_TO_SERVER_TIME;
+	} else {
+		*how = SET_TO_CLIENT_TIME;
+		t->seconds = (u_int)ts->tv_sec;
+		t->nseconds = (u_int)ts->tv_nsec;
+	}
+}
+
+int nfs3_setattr(struct nfs_context *nfs, const char *path, const struct stat *attr, int to_set,
+		 struct stat *st, bool *have_st)
+{
+	struct v3_call *c;
+	SETATTR3args args;
+	GByteArray *fh;
+	int rc;
+
+	*have_st = false;
+	rc = resolve(nfs, path, &fh);
+	if (rc)
+		return rc;
+	memset(&args, 0, sizeof(args));
+	args.object.data.data_len = fh->len;
+	args.object.data.data_val = (char *)fh->data;
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		args.new_attributes.mode.set_it = 1;
+		args.new_attributes.mode.set_mode3_u.mode = attr->st_mode & 07777;
+	}
+	if (to_set & FUSE_SET_ATTR_UID) {
+		args.new_attributes.uid.set_it = 1;
+		args.new_attributes.uid.set_uid3_u.uid = attr->st_uid;
+	}
+	if (to_set & FUSE_SET_ATTR_GID) {
+		args.new_attributes.gid.set_it = 1;
+		args.new_attributes.gid.set_gid3_u.gid = attr->st_gid;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		args.new_attributes.size.set_it = 1;
+		args.new_attributes.size.set_size3_u.size = (uint64_t)attr->st_size;
+	}
+	set_time(&args.new_attributes.atime.set_it, &args.new_attributes.atime.set_atime_u.atime,
+		 to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW),
+		 to_set & FUSE_SET_ATTR_ATIME_NOW, &attr->st_atim);
+	set_time(&args.new_attributes.mtime.set_it, &args.new_attributes.mtime.set_mtime_u.mtime,
+		 to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW),
+		 to_set & FUSE_SET_ATTR_MTIME_NOW, &attr->st_mtim);
+
+	c = g_new0(struct v3_call, 1);
+	c->st = st;
+	if (rpc_nfs3_setattr_async(nfs_get_rpc_context(nfs), setattr_cb, &args, c) != 0) {
+		g_free(c);
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	rc = v3_wait(nfs, c);
+	if (rc && !c->done) {
+		c->st = NULL; /* abandoned: `st` is the caller's */
+		goto out_free;
+	}
+	*have_st = c->have_st;
+	g_free(c);
+out_free:
+	g_byte_array_free(fh, TRUE);
+	return rc;
+}
