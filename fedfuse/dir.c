@@ -13,6 +13,8 @@ struct ff_dirent {
 	struct stat st; /* at least st_ino and the type bits */
 	ff_node *node;	/* from a plus listing, until the kernel is given it; without one, a
 			 * readdirplus resolves the name like a lookup */
+	bool bare;	/* a namespace or control entry: listed without attributes, so that a
+			 * listing never waits for a location (the kernel looks it up on use) */
 };
 
 struct ff_dir {
@@ -42,9 +44,10 @@ static void entries_clear(struct ff_dir *dir)
 	dir->loaded = false;
 }
 
-static void add(struct ff_dir *dir, const char *name, const struct stat *st, ff_node *node)
+static void add(struct ff_dir *dir, const char *name, const struct stat *st, ff_node *node,
+		bool bare)
 {
-	struct ff_dirent d = { g_strdup(name), *st, node };
+	struct ff_dirent d = { g_strdup(name), *st, node, bare };
 
 	g_array_append_val(dir->entries, d);
 }
@@ -62,7 +65,7 @@ static int fill(void *buf, const char *name, const struct stat *st, off_t next, 
 	if (!node) /* d_ino as stat will report it */
 		copy.st_ino = ff_itab_predict(dir->s->itab, dir->t.mnt->index, st->st_dev,
 					      st->st_ino);
-	add(dir, name, &copy, node);
+	add(dir, name, &copy, node, false);
 	return 0;
 }
 
@@ -77,14 +80,14 @@ static int load(struct ff_state *s, const struct ff_cred *cred, struct ff_dir *d
 	entries_clear(dir);
 	st.st_mode = S_IFDIR;
 	st.st_ino = dir->inode->ino;
-	add(dir, ".", &st, NULL);
+	add(dir, ".", &st, NULL, true);
 	st.st_ino = FF_INO_ROOT;
-	add(dir, "..", &st, NULL);
+	add(dir, "..", &st, NULL, true);
 
 	if (dir->inode->ino == FF_INO_CONTROL) {
 		for (const char *const *n = ff_control_names(); *n; n++)
 			add(dir, *n, &(struct stat){ .st_mode = S_IFREG, .st_ino = FF_INO_CONTROL },
-			    NULL);
+			    NULL, true);
 		goto out;
 	}
 	if (ns_path) {
@@ -113,7 +116,7 @@ static int load(struct ff_state *s, const struct ff_cred *cred, struct ff_dir *d
 		const struct ff_ns_node *c = node->child_list->pdata[i];
 
 		add(dir, c->name, &(struct stat){ .st_mode = S_IFDIR, .st_ino = FF_INO_ROOT },
-		    NULL);
+		    NULL, true);
 	}
 	if (ns)
 		ff_namespace_unref(ns);
@@ -166,7 +169,7 @@ static size_t add_plus(struct ff_state *s, fuse_req_t req, const struct ff_cred 
 
 	if (fuse_add_direntry_plus(req, NULL, 0, d->name, NULL, 0) > rem)
 		return 0;
-	if (strcmp(d->name, ".") == 0 || strcmp(d->name, "..") == 0) {
+	if (d->bare) {
 		e.attr = d->st; /* e.ino 0: the kernel takes no reference */
 	} else if (d->node) {
 		ff_resolve_entry(s, dir->t.mnt, d->node, &d->st, &e);

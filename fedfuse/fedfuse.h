@@ -40,6 +40,10 @@ struct ff_state {
 
 	struct ff_itab *itab;
 	struct ff_mounts *mounts;
+
+	/* Open files and directories, so that a shutdown with some still open releases them. */
+	GMutex handles_lock;
+	GHashTable *handles; /* struct ff_file * or struct ff_dir * -> GINT_TO_POINTER(is_dir) */
 	uid_t uid; /* the daemon's */
 	gid_t gid;
 };
@@ -51,5 +55,8 @@ struct ff_namespace *ff_state_ns(struct ff_state *s);
 bool ff_state_reload(struct ff_state *s);
 
 extern const struct fuse_lowlevel_ops ff_ops;
+
+/* Release the files and directories the kernel left open (after the session ended). */
+void ff_release_all(struct ff_state *s);
 
 #endif /* FEDFUSE_FEDFUSE_H */

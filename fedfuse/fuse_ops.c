@@ -57,6 +57,12 @@ static const struct ff_backend_ops *ops_of(struct ff_mount *m)
 	return m->be->ops;
 }
 
+/* Open files stay on their location; while it is down they fail with EIO. */
+static int file_usable(struct ff_file *f)
+{
+	return ff_mount_usable(f->mnt) < 0 ? -EIO : 0;
+}
+
 /* Find the inode and its backend target. With `write`, refuse namespace-only inodes and
  * read-only referrals with EROFS. */
 static int op_begin(fuse_req_t req, fuse_ino_t ino, bool write, struct op *op)
@@ -89,6 +95,20 @@ static void op_end(struct op *op)
 static int op_account(struct op *op, enum ff_op kind, int rc)
 {
 	return op->t.mnt ? ff_mount_account(op->t.mnt, kind, rc, op->start) : rc;
+}
+
+static void handle_track(struct ff_state *s, void *handle, bool is_dir)
+{
+	g_mutex_lock(&s->handles_lock);
+	g_hash_table_insert(s->handles, handle, GINT_TO_POINTER(is_dir));
+	g_mutex_unlock(&s->handles_lock);
+}
+
+static void handle_untrack(struct ff_state *s, void *handle)
+{
+	g_mutex_lock(&s->handles_lock);
+	g_hash_table_remove(s->handles, handle);
+	g_mutex_unlock(&s->handles_lock);
 }
 
 static void reply_err(fuse_req_t req, int rc)
@@ -364,13 +384,18 @@ static int hide_if_open(struct op *op, struct ff_inode *dir, struct ff_target *d
 		return 0;
 	if (ops_of(m)->lookup(m->ctx, &op->h.cred, dt->bnode, name, &node, &st) < 0)
 		return 0; /* the operation itself will say what is wrong */
-	ops_of(m)->forget(m->ctx, node);
 	victim = ff_itab_find(op->s->itab, m->index, st.st_dev, st.st_ino);
-	if (!victim || S_ISDIR(st.st_mode) || st.st_nlink > 1) /* not the last name */
-		return 0;
-	g_mutex_lock(&victim->lock);
-	open = victim->opencount > 0 && !victim->hidden_name;
-	g_mutex_unlock(&victim->lock);
+	open = false;
+	if (victim && !S_ISDIR(st.st_mode) && st.st_nlink == 1) { /* its last name */
+		g_mutex_lock(&victim->lock);
+		open = victim->opencount > 0 && !victim->hidden_name;
+		g_mutex_unlock(&victim->lock);
+	}
+	/* The open inode may know the object by another, removed, name: make it follow this
+	 * one, which the rename below moves to the hidden name. */
+	if (open && victim->bnode != node && ops_of(m)->relink)
+		ops_of(m)->relink(m->ctx, victim->bnode, node);
+	ops_of(m)->forget(m->ctx, node);
 	if (!open)
 		return 0;
 	hidden = g_strdup_printf(".fedfuse_hidden%016" PRIx64 "%08x", victim->ino,
@@ -474,6 +499,8 @@ static void remember_version(struct ff_inode *inode, const struct stat *st)
 	g_mutex_unlock(&inode->lock);
 }
 
+static void file_release(struct ff_state *s, struct ff_file *f);
+
 static struct ff_file *file_new(struct op *op, void *fh)
 {
 	struct ff_file *f = g_new0(struct ff_file, 1);
@@ -486,6 +513,7 @@ static struct ff_file *file_new(struct op *op, void *fh)
 	g_mutex_lock(&op->inode->lock);
 	op->inode->opencount++;
 	g_mutex_unlock(&op->inode->lock);
+	handle_track(op->s, f, false);
 	return f;
 }
 
@@ -496,6 +524,7 @@ static void open_control(fuse_req_t req, struct op *op, struct fuse_file_info *f
 	f->inode = op->inode;
 	f->fd = -1;
 	f->text = ff_control_read(op->s, op->inode->ino, &f->len);
+	handle_track(op->s, f, false);
 	fi->fh = (uintptr_t)f;
 	fi->direct_io = 1;
 	fuse_reply_open(req, fi);
@@ -542,7 +571,7 @@ static void ff_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fi->direct_io = 1;
 	fi->fh = (uintptr_t)f;
 	if (fuse_reply_open(req, fi) == -ENOENT) /* the opener was interrupted */
-		ops_of(f->mnt)->release(f->mnt->ctx, f->fh);
+		file_release(op.s, f);
 	op_end(&op);
 }
 
@@ -608,6 +637,10 @@ static void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_buf(req, f->text + from, MIN(size, f->len - from));
 		return;
 	}
+	if (file_usable(f) < 0) {
+		fuse_reply_err(req, EIO);
+		return;
+	}
 	if (f->fd >= 0) {
 		struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
 
@@ -637,6 +670,10 @@ static void ff_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 
 	if (!f->mnt) {
 		fuse_reply_err(req, EBADF);
+		return;
+	}
+	if (file_usable(f) < 0) {
+		fuse_reply_err(req, EIO);
 		return;
 	}
 	f->wrote = true;
@@ -677,7 +714,7 @@ static void ff_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	gint64 start = g_get_monotonic_time();
 	int rc = 0;
 
-	if (f->mnt && ops_of(f->mnt)->flush)
+	if (f->mnt && (rc = file_usable(f)) == 0 && ops_of(f->mnt)->flush)
 		rc = ff_mount_account(f->mnt, FF_OP_SYNC, ops_of(f->mnt)->flush(f->mnt->ctx, f->fh),
 				      start);
 	reply_err(req, rc);
@@ -689,7 +726,7 @@ static void ff_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 	gint64 start = g_get_monotonic_time();
 	int rc = 0;
 
-	if (f->mnt && ops_of(f->mnt)->fsync)
+	if (f->mnt && (rc = file_usable(f)) == 0 && ops_of(f->mnt)->fsync)
 		rc = ff_mount_account(f->mnt, FF_OP_SYNC,
 				      ops_of(f->mnt)->fsync(f->mnt->ctx, f->fh, datasync), start);
 	reply_err(req, rc);
@@ -725,14 +762,13 @@ static void remove_hidden(struct ff_state *s, struct ff_inode *inode)
 	g_free(name);
 }
 
-static void ff_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static void file_release(struct ff_state *s, struct ff_file *f)
 {
-	struct ff_state *s = state(req);
-	struct ff_file *f = file_of(fi);
 	struct ff_cred_hold h;
 	struct stat st;
 	int rc;
 
+	handle_untrack(s, f);
 	if (!f->mnt)
 		goto out_free;
 	ff_cred_self(&h);
@@ -754,7 +790,33 @@ static void ff_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 out_free:
 	g_free(f->text);
 	g_free(f);
+}
+
+static void ff_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	file_release(state(req), file_of(fi));
 	fuse_reply_err(req, 0);
+}
+
+void ff_release_all(struct ff_state *s)
+{
+	GHashTableIter it;
+	gpointer handle, is_dir;
+
+	for (;;) {
+		g_mutex_lock(&s->handles_lock);
+		g_hash_table_iter_init(&it, s->handles);
+		if (!g_hash_table_iter_next(&it, &handle, &is_dir)) {
+			g_mutex_unlock(&s->handles_lock);
+			return;
+		}
+		g_hash_table_iter_remove(&it);
+		g_mutex_unlock(&s->handles_lock);
+		if (is_dir)
+			ff_dir_release(s, handle);
+		else
+			file_release(s, handle);
+	}
 }
 
 static void ff_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
@@ -831,8 +893,11 @@ static void ff_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	fi->fh = (uintptr_t)dir;
-	if (fuse_reply_open(req, fi) == -ENOENT)
+	handle_track(s, dir, true);
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		handle_untrack(s, dir);
 		ff_dir_release(s, dir);
+	}
 }
 
 static void do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
@@ -859,6 +924,7 @@ static void ff_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 
 static void ff_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	handle_untrack(state(req), (void *)(uintptr_t)fi->fh);
 	ff_dir_release(state(req), (struct ff_dir *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }

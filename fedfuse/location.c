@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fedfuse/inode.h"
 #include "fedfuse/location.h"
@@ -25,6 +26,11 @@ struct ff_mounts {
 	 * a connection must not read a credentials file or create state as that user. */
 	GAsyncQueue *connect_queue;
 	GThread *connectors[CONNECTORS];
+	/* Brings down locations back: probes each when its back-off expires. */
+	GThread *prober;
+	GMutex prober_lock;
+	GCond prober_cond;
+	bool stopping;
 };
 
 /* A connection request, waited for by the thread that asked. */
@@ -88,6 +94,52 @@ static const char *const op_names[FF_OP_COUNT] = {
 	[FF_OP_STATFS] = "statfs", [FF_OP_XATTR] = "xattr", [FF_OP_OTHER] = "other",
 };
 
+static int probe(struct ff_mount *m)
+{
+	struct ff_cred self = { .uid = geteuid(), .gid = getegid(), .pid = getpid() };
+	ff_node *node;
+	struct stat st;
+	int rc = m->be->ops->root(m->ctx, &self, &node, &st);
+
+	if (rc == 0)
+		m->be->ops->forget(m->ctx, node);
+	return rc;
+}
+
+static gpointer prober(gpointer data)
+{
+	struct ff_mounts *mounts = data;
+
+	g_mutex_lock(&mounts->prober_lock);
+	while (!mounts->stopping) {
+		gint64 now = g_get_monotonic_time();
+		GPtrArray *due = g_ptr_array_new();
+
+		g_mutex_unlock(&mounts->prober_lock);
+		g_mutex_lock(&mounts->lock);
+		for (guint i = 0; i < mounts->list->len; i++) {
+			struct ff_mount *m = mounts->list->pdata[i];
+
+			if (g_atomic_int_get(&m->state) == FF_MOUNT_DOWN && m->ctx &&
+			    now >= m->retry_at)
+				g_ptr_array_add(due, m);
+		}
+		g_mutex_unlock(&mounts->lock);
+		for (guint i = 0; i < due->len; i++) {
+			struct ff_mount *m = due->pdata[i];
+
+			ff_mount_account(m, FF_OP_OTHER, probe(m), 0);
+		}
+		g_ptr_array_free(due, TRUE);
+		g_mutex_lock(&mounts->prober_lock);
+		if (!mounts->stopping)
+			g_cond_wait_until(&mounts->prober_cond, &mounts->prober_lock,
+					  g_get_monotonic_time() + G_USEC_PER_SEC / 2);
+	}
+	g_mutex_unlock(&mounts->prober_lock);
+	return NULL;
+}
+
 struct ff_mounts *ff_mounts_new(void)
 {
 	struct ff_mounts *mounts = g_new0(struct ff_mounts, 1);
@@ -98,6 +150,9 @@ struct ff_mounts *ff_mounts_new(void)
 	mounts->connect_queue = g_async_queue_new();
 	for (int i = 0; i < CONNECTORS; i++)
 		mounts->connectors[i] = g_thread_new("connect", connector, mounts->connect_queue);
+	g_mutex_init(&mounts->prober_lock);
+	g_cond_init(&mounts->prober_cond);
+	mounts->prober = g_thread_new("probe", prober, mounts);
 	return mounts;
 }
 
@@ -105,6 +160,13 @@ void ff_mounts_free(struct ff_mounts *mounts)
 {
 	if (!mounts)
 		return;
+	g_mutex_lock(&mounts->prober_lock);
+	mounts->stopping = true;
+	g_cond_signal(&mounts->prober_cond);
+	g_mutex_unlock(&mounts->prober_lock);
+	g_thread_join(mounts->prober);
+	g_cond_clear(&mounts->prober_cond);
+	g_mutex_clear(&mounts->prober_lock);
 	for (int i = 0; i < CONNECTORS; i++)
 		g_async_queue_push(mounts->connect_queue, mounts->connect_queue);
 	for (int i = 0; i < CONNECTORS; i++)
@@ -208,7 +270,8 @@ static void set_down(struct ff_mount *m, int err, const char *msg)
 	} else {
 		m->backoff = MIN(m->backoff * 2, BACKOFF_MAX);
 	}
-	m->state = FF_MOUNT_DOWN;
+	g_atomic_int_set(&m->state, FF_MOUNT_DOWN);
+	m->last_errno = err < 0 ? -err : err;
 	m->retry_at = now + (gint64)(m->backoff * G_USEC_PER_SEC);
 	g_free(m->last_error);
 	m->last_error = g_strdup(msg ? msg : g_strerror(-err));
@@ -221,7 +284,7 @@ static void set_up(struct ff_mount *m)
 		ff_info("location %s is reachable again", m->loc.spec.uri);
 	if (m->state != FF_MOUNT_UP)
 		m->since = g_get_monotonic_time();
-	m->state = FF_MOUNT_UP;
+	g_atomic_int_set(&m->state, FF_MOUNT_UP);
 	m->backoff = BACKOFF_MIN;
 }
 
@@ -234,12 +297,12 @@ int ff_mount_connect(struct ff_mount *m)
 	g_mutex_lock(&m->lock);
 	if (m->ctx && m->state != FF_MOUNT_DOWN)
 		goto out_unlock;
-	if (m->state == FF_MOUNT_DOWN && g_get_monotonic_time() < m->retry_at) {
-		rc = -EHOSTDOWN;
+	if (m->ctx) { /* connected but down: the prober brings it back */
+		rc = -m->last_errno;
 		goto out_unlock;
 	}
-	if (m->ctx) { /* down, back-off expired: let the next operation try */
-		m->retry_at = g_get_monotonic_time() + (gint64)(m->backoff * G_USEC_PER_SEC);
+	if (m->state == FF_MOUNT_DOWN && g_get_monotonic_time() < m->retry_at) {
+		rc = -m->last_errno; /* failed to connect: not again before the back-off ends */
 		goto out_unlock;
 	}
 	if (!m->be) {
@@ -264,6 +327,18 @@ out_unlock:
 	return rc;
 }
 
+int ff_mount_usable(struct ff_mount *m)
+{
+	int rc;
+
+	if (g_atomic_int_get(&m->state) != FF_MOUNT_DOWN)
+		return 0;
+	g_mutex_lock(&m->lock);
+	rc = m->state == FF_MOUNT_DOWN ? -m->last_errno : 0;
+	g_mutex_unlock(&m->lock);
+	return rc;
+}
+
 int ff_mount_account(struct ff_mount *m, enum ff_op op, int rc, gint64 start_usec)
 {
 	struct ff_op_stats *s = &m->stats[op];
@@ -274,7 +349,7 @@ int ff_mount_account(struct ff_mount *m, enum ff_op op, int rc, gint64 start_use
 		__atomic_fetch_add(&s->errors, 1, __ATOMIC_RELAXED);
 	if (start_usec)
 		__atomic_fetch_add(&s->usec, g_get_monotonic_time() - start_usec, __ATOMIC_RELAXED);
-	if (conn || (rc >= 0 && m->state == FF_MOUNT_DOWN)) {
+	if (conn || (rc >= 0 && g_atomic_int_get(&m->state) == FF_MOUNT_DOWN)) {
 		g_mutex_lock(&m->lock);
 		if (conn)
 			set_down(m, rc, NULL);

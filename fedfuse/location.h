@@ -53,8 +53,9 @@ struct ff_mount {
 	const struct ff_backend *be;
 	void *ctx; /* the backend's context once connected; never changes after */
 
-	GMutex lock; /* guards the fields below */
-	enum ff_mount_state state;
+	GMutex lock; /* guards the fields below; `state` is also read without it (atomically) */
+	int state; /* enum ff_mount_state */
+	int last_errno; /* the error that marked it down */
 	gint64 since;	 /* monotonic usec of the last state change */
 	gint64 retry_at; /* while down: when to try again */
 	double backoff;	 /* seconds */
@@ -76,6 +77,10 @@ struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 /* Connect if needed. Returns 0, or -errno (quickly, without I/O, while the location is down
  * and its back-off has not expired). */
 int ff_mount_connect(struct ff_mount *m);
+
+/* 0 when operations may be sent to `m`; while it is down, the error that put it down (without
+ * I/O: a down location answers at once until the prober finds it back). Cheap: no lock when up. */
+int ff_mount_usable(struct ff_mount *m);
 
 /* Report the result of an operation on `m`: counts it, and marks the location down when `rc`
  * is a connection-level error (timeout, refused, reset, unreachable) or up when it succeeded

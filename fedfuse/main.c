@@ -311,6 +311,8 @@ int main(int argc, char *argv[])
 	s.itab = ff_itab_new(release_inode, &s);
 	ff_itab_intern_virtual(s.itab, FF_INO_ROOT, "/");
 	s.mounts = ff_mounts_new();
+	g_mutex_init(&s.handles_lock);
+	s.handles = g_hash_table_new(g_direct_hash, g_direct_equal);
 	raise_fd_limit();
 	ff_log_init(true, cmd.debug);
 
@@ -341,6 +343,9 @@ out_signals:
 out_session:
 	fuse_session_destroy(s.se);
 out_state:
+	ff_release_all(&s);
+	g_hash_table_destroy(s.handles);
+	g_mutex_clear(&s.handles_lock);
 	ff_itab_free(s.itab);
 	ff_mounts_free(s.mounts);
 	ff_namespace_unref(s.ns);

@@ -1494,3 +1494,133 @@ void ff_location_clear(struct ff_location *loc)
 	g_free((char *)loc->spec.query);
 	memset(loc, 0, sizeof(*loc));
 }
+
+/* ---- location lists (junctions) ----------------------------------------------------------- */
+
+/* One entry of a location list: strip it, parse it, refuse a repeat. */
+static bool list_entry(GPtrArray *locs, GString *entry, guint index, guint max, char **err)
+{
+	char *uri = g_strstrip(entry->str);
+	struct ff_location *loc;
+	char *show;
+
+	if (uri[0] == '\0') {
+		*err = g_strdup_printf("empty entry (number %u) in the location list", index);
+		return false;
+	}
+	if (max > 0 && locs->len >= max) {
+		*err = g_strdup_printf("more than %u locations in the location list", max);
+		return false;
+	}
+	loc = g_new0(struct ff_location, 1);
+	if (!ff_location_parse(uri, loc, err)) {
+		g_free(loc);
+		return false;
+	}
+	for (guint j = 0; j < locs->len; j++) {
+		const struct ff_location *other = g_ptr_array_index(locs, j);
+
+		if (strcmp(other->spec.uri, loc->spec.uri) == 0) {
+			show = uri_shown(uri);
+			*err = g_strdup_printf("location '%s' is listed twice", show);
+			g_free(show);
+			location_free(loc);
+			return false;
+		}
+	}
+	g_ptr_array_add(locs, loc);
+	return true;
+}
+
+bool ff_location_list_parse(const char *value, size_t len, guint max, GPtrArray **out,
+			    char **msg)
+{
+	GPtrArray *locs = g_ptr_array_new_with_free_func(location_free);
+	GString *entry = g_string_new(NULL);
+	const char *p, *end;
+	guint index = 0;
+	char *err = NULL;
+
+	if (!value)
+		value = "";
+	p = value;
+	end = value + len;
+	if (len > 0 && memchr(value, '\0', len)) {
+		err = g_strdup("the location list contains a NUL byte");
+		goto out_fail;
+	}
+	while (p < end && g_ascii_isspace(*p))
+		p++;
+	while (end > p && g_ascii_isspace(end[-1]))
+		end--;
+	/* GKeyFile's rules: every ';' ends an entry, the text after the last ';' is one more entry
+	 * only when it is not empty (so one trailing ';' is allowed, two are an empty entry). */
+	for (;;) {
+		if (p < end && *p == '\\') {
+			char c = p + 1 < end ? p[1] : '\0';
+
+			if (c == '\0') {
+				err = g_strdup("the location list ends with a lone backslash");
+				goto out_fail;
+			}
+			if (!strchr("sntr\\;", c)) {
+				if (g_ascii_isgraph(c))
+					err = g_strdup_printf("invalid escape sequence '\\%c' in the "
+							      "location list",
+							      c);
+				else
+					err = g_strdup_printf("invalid escape sequence (a backslash "
+							      "before byte 0x%02x) in the location list",
+							      (unsigned int)(unsigned char)c);
+				goto out_fail;
+			}
+			switch (c) {
+			case 's':
+				c = ' ';
+				break;
+			case 'n':
+				c = '\n';
+				break;
+			case 't':
+				c = '\t';
+				break;
+			case 'r':
+				c = '\r';
+				break;
+			default: /* '\\' and ';' stand for themselves */
+				break;
+			}
+			g_string_append_c(entry, c);
+			p += 2;
+			continue;
+		}
+		if (p < end && *p != ';') {
+			g_string_append_c(entry, *p++);
+			continue;
+		}
+		if (p == end && entry->len == 0 && index > 0)
+			break; /* one trailing ';' */
+		if (p == end && entry->len == 0) {
+			err = g_strdup("no location given");
+			goto out_fail;
+		}
+		if (!list_entry(locs, entry, ++index, max, &err))
+			goto out_fail;
+		g_string_truncate(entry, 0);
+		if (p == end)
+			break;
+		p++; /* the ';' */
+	}
+	g_string_free(entry, TRUE);
+	*out = locs;
+	return true;
+
+out_fail:
+	g_string_free(entry, TRUE);
+	g_ptr_array_unref(locs);
+	if (msg)
+		*msg = err;
+	else
+		g_free(err);
+	return false;
+}

@@ -94,4 +94,14 @@ char *ff_namespace_describe(const struct ff_namespace *ns);
 bool ff_location_parse(const char *uri, struct ff_location *loc, char **msg);
 void ff_location_clear(struct ff_location *loc);
 
+/* Parse a `locations=` value held in `len` bytes (not NUL-terminated; a NUL among them is an
+ * error): a ';'-separated list as GKeyFile reads one (escapes \s \n \t \r \\ and \; decoded,
+ * one trailing ';' tolerated), white space around each entry ignored, each entry a URI for
+ * ff_location_parse(), none listed twice. `max` > 0 bounds the number of entries. On success
+ * *out is a new array of struct ff_location * (g_ptr_array_unref frees them) with at least one
+ * entry; on failure returns false, *out is left alone and *msg (if non-NULL) is set to a
+ * g_malloc'd sentence naming the value at fault (printable UTF-8, never a password). */
+bool ff_location_list_parse(const char *value, size_t len, guint max, GPtrArray **out,
+			    char **msg);
+
 #endif /* FEDFUSE_NAMESPACE_H */

@@ -148,7 +148,7 @@ int ff_target_get(struct ff_state *s, const struct ff_cred *cred, struct ff_inod
 
 	*t = (struct ff_target){ inode->mnt, inode->bnode, false };
 	if (inode->ino != FF_INO_ROOT)
-		return 0;
+		return inode->mnt ? ff_mount_usable(inode->mnt) : 0;
 	ns = ff_state_ns(s);
 	root = ff_namespace_find(ns, "/");
 	if (root && root->referral) {

@@ -54,11 +54,14 @@ _POSIX = {
     "time_res_ns": 1,  # granularity of timestamps set through the mount
     "stat_res_ns": 1,  # granularity of timestamps read through the mount
     "st_blocks": True,  # st_blocks is the server's; False: derived from st_size
+    "symlink_times": True,  # times set on a symlink itself (utimensat AT_SYMLINK_NOFOLLOW) stick
 }
 CAPS = {
     "file": dict(_POSIX),
-    "nfs3": dict(_POSIX, xattr=errno.ENOTSUP),  # ENOTSUP == EOPNOTSUPP on Linux
-    "nfs4": dict(_POSIX, xattr=errno.ENOTSUP),
+    # ENOTSUP == EOPNOTSUPP on Linux. nfs-ganesha 4.3 (VFS) answers SETATTR of a symlink's times
+    # with success and keeps the old times.
+    "nfs3": dict(_POSIX, xattr=errno.ENOTSUP, symlink_times=False),
+    "nfs4": dict(_POSIX, xattr=errno.ENOTSUP, symlink_times=False),
     # Checked against backends/smb/smb.c (no unix extensions): link, symlink and mknod answer
     # EPERM as vfat does; user.* xattrs EOPNOTSUPP (libsmbclient exposes no EAs); times go
     # through smbc_utimes(), which takes a struct timeval, so microseconds (SMB itself has

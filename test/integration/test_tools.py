@@ -216,6 +216,8 @@ def test_rsync(mounted):
     assert_same_tree(src, back, **opts)
     # a second run finds nothing to transfer (sizes and mtimes read back exactly)
     out = run(["rsync", a, "-i", src + "/", dst + "/"], text=True).stdout
+    if not mounted.supports("symlink_times"):  # rsync then re-sets the times of symlinks
+        out = "\n".join(l for l in out.splitlines() if not l.startswith(".L..t"))
     assert out.strip() == "", "rsync found differences on a second run:\n" + out
     # and an update of one file is picked up
     write_file(os.path.join(src, "sub", "deeper", "deepest", "leaf"), b"changed\n")

@@ -135,7 +135,8 @@ def make_tree(root, caps, seed=1):
     return root
 
 
-def snapshot(root, content=True, modes=True, mtimes=True, time_res=1, links=True):
+def snapshot(root, content=True, modes=True, mtimes=True, time_res=1, links=True,
+             symlink_mtimes=True):
     """Describe the tree under `root` (root itself as "."): relpath -> tuple of what was asked.
     Hard links (with links=True) are marked by the smallest relpath of their group."""
     out = {}
@@ -155,7 +156,7 @@ def snapshot(root, content=True, modes=True, mtimes=True, time_res=1, links=True
             desc.append(os.readlink(path))
         if modes and not stat.S_ISLNK(kind):
             desc.append(oct(stat.S_IMODE(st.st_mode)))
-        if mtimes:
+        if mtimes and (symlink_mtimes or not stat.S_ISLNK(kind)):
             desc.append(st.st_mtime_ns // time_res)
         out[rel] = tuple(desc)
 
@@ -183,4 +184,5 @@ def assert_same_tree(a, b, **opts):
 
 def tree_opts(m):
     """snapshot() options fitting the backend kind of a Mounted."""
-    return dict(modes=m.supports("chmod"), time_res=m.caps("time_res_ns"))
+    return dict(modes=m.supports("chmod"), time_res=m.caps("time_res_ns"),
+                symlink_mtimes=m.supports("symlink_times"))
