@@ -74,6 +74,7 @@ char *ff_control_read(struct ff_state *s, uint64_t ino, size_t *len)
 	switch (ino - FF_INO_CONTROL_FIRST) {
 	case 0:
 		g_string_append_printf(out, "inodes %zu\n", ff_itab_count(s->itab));
+		ff_jcache_describe(s->jcache, out);
 		ff_mounts_describe_stats(s->mounts, out);
 		break;
 	case 1: {

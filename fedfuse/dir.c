@@ -115,6 +115,8 @@ static int load(struct ff_state *s, const struct ff_cred *cred, struct ff_dir *d
 	for (guint i = 0; node && i < node->child_list->len; i++) {
 		const struct ff_ns_node *c = node->child_list->pdata[i];
 
+		if (c->referral && ff_resolve_referral_hidden(s, c->referral))
+			continue;
 		add(dir, c->name, &(struct stat){ .st_mode = S_IFDIR, .st_ino = FF_INO_ROOT },
 		    NULL, true);
 	}
@@ -169,16 +171,21 @@ static size_t add_plus(struct ff_state *s, fuse_req_t req, const struct ff_cred 
 
 	if (fuse_add_direntry_plus(req, NULL, 0, d->name, NULL, 0) > rem)
 		return 0;
-	if (d->bare) {
-		e.attr = d->st; /* e.ino 0: the kernel takes no reference */
-	} else if (d->node) {
+	if (d->node && ff_resolve_is_junction(s, dir->t.mnt, d->node, &d->st))
+		d->st.st_mode = S_IFDIR | FF_JUNCTION_DEFAULT_MODE; /* entered by name below */
+	else if (d->node) {
 		ff_resolve_entry(s, dir->t.mnt, d->node, &d->st, &e);
 		d->node = NULL;
+		goto out_add;
+	}
+	if (d->bare) {
+		e.attr = d->st; /* e.ino 0: the kernel takes no reference */
 	} else if (ff_resolve_lookup(s, cred, dir->inode, d->name, &e) < 0) {
 		/* Vanished or unreachable: list the name; a later lookup reports why. */
 		memset(&e, 0, sizeof(e));
 		e.attr = d->st;
 	}
+out_add:
 	n = fuse_add_direntry_plus(req, buf, rem, d->name, &e, next);
 	if (n > rem) { /* cannot happen: the size depends on the name only */
 		if (e.ino)

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 
 #include "fedfuse/inode.h"
+#include "fedfuse/jcache.h"
 #include "fedfuse/location.h"
 #include "fedfuse/namespace.h"
 
@@ -40,6 +41,7 @@ struct ff_state {
 
 	struct ff_itab *itab;
 	struct ff_mounts *mounts;
+	struct ff_jcache *jcache;
 
 	/* Open files and directories, so that a shutdown with some still open releases them. */
 	GMutex handles_lock;

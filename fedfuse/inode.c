@@ -125,6 +125,20 @@ struct ff_inode *ff_itab_find(struct ff_itab *itab, uint16_t mnt_index, dev_t de
 	return inode;
 }
 
+struct ff_inode *ff_itab_find_ref(struct ff_itab *itab, uint16_t mnt_index, dev_t dev,
+				  ino_t bino)
+{
+	struct obj_key key = { mnt_index, dev, bino };
+	struct ff_inode *inode;
+
+	g_mutex_lock(&itab->lock);
+	inode = g_hash_table_lookup(itab->by_obj, &key);
+	if (inode)
+		inode->nlookup++;
+	g_mutex_unlock(&itab->lock);
+	return inode;
+}
+
 void ff_itab_ref(struct ff_itab *itab, struct ff_inode *inode)
 {
 	g_mutex_lock(&itab->lock);

@@ -91,6 +91,10 @@ struct ff_inode *ff_itab_intern_virtual(struct ff_itab *itab, uint64_t ino, cons
 /* The inode of object (mnt_index, dev, bino) if the table has it, counting nothing. */
 struct ff_inode *ff_itab_find(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino);
 
+/* The same, counting one lookup when found (atomically with finding it). */
+struct ff_inode *ff_itab_find_ref(struct ff_itab *itab, uint16_t mnt_index, dev_t dev,
+				  ino_t bino);
+
 /* Count one more lookup of an inode the caller holds (a new hard link, an internal hold). */
 void ff_itab_ref(struct ff_itab *itab, struct ff_inode *inode);
 

@@ -17,10 +17,10 @@
 #include "fedfuse/namespace.h"
 
 /* Where each format lives. */
-#define FF_JUNCTION_XATTR_FEDFUSE "user.fedfuse.locations" /* ';'-separated URIs */
-#define FF_JUNCTION_XATTR_FEDFS "trusted.junction.nfs"	   /* nfsref's XML */
+#define FF_JUNCTION_XATTR_FEDFUSE "user.fedfuse.locations"   /* ';'-separated URIs */
+#define FF_JUNCTION_XATTR_FEDFS "trusted.junction.nfs"	     /* nfsref's XML */
 #define FF_JUNCTION_XATTR_FEDFS_MODE "trusted.junction.mode" /* saved mode, octal text */
-#define FF_JUNCTION_MSDFS_PREFIX "msdfs:"		   /* symlink target, any case */
+#define FF_JUNCTION_MSDFS_PREFIX "msdfs:"		     /* symlink target, any case */
 
 #define FF_JUNCTION_VALUE_MAX 65536   /* bytes in any junction value (xattr or link target) */
 #define FF_JUNCTION_LOCATIONS_MAX 256 /* locations (targets) in one junction */

@@ -213,7 +213,8 @@ static void location_copy(struct ff_location *dst, const struct ff_location *src
 }
 
 struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
-			       const struct ff_location *loc, double attr_timeout)
+			       const struct ff_location *loc, double attr_timeout,
+			       struct ff_mount *parent)
 {
 	g_autofree char *key = mount_key(ns_path, &loc->spec, attr_timeout);
 	struct ff_mount *m;
@@ -227,6 +228,8 @@ struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 		m->key = g_steal_pointer(&key);
 		m->ns_path = g_strdup(ns_path);
 		m->attr_timeout = attr_timeout;
+		m->parent = parent;
+		m->depth = parent ? parent->depth + 1 : 0;
 		location_copy(&m->loc, loc);
 		g_mutex_init(&m->lock);
 		m->state = FF_MOUNT_IDLE;

@@ -50,6 +50,10 @@ struct ff_mount {
 	char *ns_path;	/* the referral it serves: two referrals never share a mount */
 	struct ff_location loc;
 	double attr_timeout; /* seconds the kernel may cache its entries and attributes */
+	/* For the location of a junction: the mount holding the junction (loops are found by
+	 * walking up), else NULL. */
+	struct ff_mount *parent;
+	int depth;
 	const struct ff_backend *be;
 	void *ctx; /* the backend's context once connected; never changes after */
 
@@ -61,7 +65,14 @@ struct ff_mount {
 	double backoff;	 /* seconds */
 	char *last_error;
 
+	/* The root's attributes as last seen, so that crossing into a location whose root the
+	 * kernel already knows needs no backend call. */
+	bool root_known;
+	struct stat root_st;
+	gint64 root_time; /* monotonic usec */
+
 	gint open_files; /* open handles, for silly rename decisions */
+	gint no_user_xattrs; /* the backend refused user.* xattrs: no fedfuse junctions here */
 	struct ff_op_stats stats[FF_OP_COUNT]; /* updated atomically */
 };
 
@@ -69,10 +80,12 @@ struct ff_mounts *ff_mounts_new(void);
 /* Unmounts every connected location. */
 void ff_mounts_free(struct ff_mounts *mounts);
 
-/* The mount for `loc` of the referral at `ns_path` (its own copy), made on first use; not
- * connected yet. NULL only when FF_MOUNT_INDEX_MAX mounts exist. */
+/* The mount for `loc` of the referral at `ns_path` (or of the junction whose id that is, found
+ * inside `parent`), its own copy, made on first use; not connected yet. NULL only when
+ * FF_MOUNT_INDEX_MAX mounts exist. */
 struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
-			       const struct ff_location *loc, double attr_timeout);
+			       const struct ff_location *loc, double attr_timeout,
+			       struct ff_mount *parent);
 
 /* Connect if needed. Returns 0, or -errno (quickly, without I/O, while the location is down
  * and its back-off has not expired). */

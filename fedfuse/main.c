@@ -154,6 +154,7 @@ bool ff_state_reload(struct ff_state *s)
 	clock_gettime(CLOCK_REALTIME, &s->ns_time);
 	g_mutex_unlock(&s->ns_lock);
 	ff_cred_flush();
+	ff_jcache_clear(s->jcache);
 	if (s->se)
 		invalidate_namespace(s, old, ns);
 	ff_namespace_unref(old);
@@ -311,6 +312,7 @@ int main(int argc, char *argv[])
 	s.itab = ff_itab_new(release_inode, &s);
 	ff_itab_intern_virtual(s.itab, FF_INO_ROOT, "/");
 	s.mounts = ff_mounts_new();
+	s.jcache = ff_jcache_new();
 	g_mutex_init(&s.handles_lock);
 	s.handles = g_hash_table_new(g_direct_hash, g_direct_equal);
 	raise_fd_limit();
@@ -348,6 +350,7 @@ out_state:
 	g_mutex_clear(&s.handles_lock);
 	ff_itab_free(s.itab);
 	ff_mounts_free(s.mounts);
+	ff_jcache_free(s.jcache);
 	ff_namespace_unref(s.ns);
 	g_mutex_clear(&s.ns_lock);
 out_args:

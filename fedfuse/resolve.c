@@ -8,8 +8,11 @@
 #include <string.h>
 
 #include "fedfuse/control.h"
+#include "fedfuse/cred.h"
 #include "fedfuse/log.h"
 #include "fedfuse/resolve.h"
+
+#define JUNCTION_DEPTH_MAX 16
 
 double ff_attr_timeout(struct ff_state *s, struct ff_mount *mnt)
 {
@@ -119,7 +122,8 @@ static int referral_root(struct ff_state *s, const struct ff_cred *cred,
 
 	for (guint i = 0; i < ref->locations->len; i++) {
 		struct ff_location *loc = ref->locations->pdata[i];
-		struct ff_mount *m = ff_mounts_get(s->mounts, ref->path, loc, ref->attr_timeout);
+		struct ff_mount *m =
+			ff_mounts_get(s->mounts, ref->path, loc, ref->attr_timeout, NULL);
 		gint64 start = g_get_monotonic_time();
 
 		if (!m)
@@ -136,6 +140,203 @@ static int referral_root(struct ff_state *s, const struct ff_cred *cred,
 			return rc;
 	}
 	return ff_errno_is_connection(rc) ? -EHOSTDOWN : rc;
+}
+
+/* The root of location `m` as an entry, counting a kernel lookup. When the kernel still holds
+ * the root's inode and its attributes are fresh, no backend call is made. */
+static int enter_mount(struct ff_state *s, const struct ff_cred *cred, struct ff_mount *m,
+		       const char *ns_path, struct fuse_entry_param *e)
+{
+	gint64 start = g_get_monotonic_time();
+	struct ff_inode *inode = NULL;
+	ff_node *bnode;
+	struct stat st;
+	int rc;
+
+	g_mutex_lock(&m->lock);
+	if (m->root_known && start - m->root_time < (gint64)(m->attr_timeout * G_USEC_PER_SEC)) {
+		st = m->root_st;
+		inode = ff_itab_find_ref(s->itab, m->index, st.st_dev, st.st_ino);
+	}
+	g_mutex_unlock(&m->lock);
+	if (!inode) {
+		rc = m->be->ops->root(m->ctx, cred, &bnode, &st);
+		rc = ff_mount_account(m, FF_OP_LOOKUP, rc, start);
+		if (rc < 0)
+			return rc;
+		inode = intern(s, m, bnode, &st);
+		g_mutex_lock(&m->lock);
+		m->root_known = true;
+		m->root_st = st;
+		m->root_time = start;
+		g_mutex_unlock(&m->lock);
+	}
+	set_ns_path(inode, ns_path);
+	fill_entry(inode, &st, m->attr_timeout, e);
+	return 0;
+}
+
+/* A junction must not lead back to a location it is reached from. */
+static bool loops(struct ff_mount *from, const struct ff_location *loc)
+{
+	for (struct ff_mount *m = from; m; m = m->parent)
+		if (strcmp(m->loc.spec.uri, loc->spec.uri) == 0)
+			return true;
+	return from && from->depth >= JUNCTION_DEPTH_MAX;
+}
+
+/*
+ * Enter the first reachable of a referral's or a junction's locations (`id` names which; a
+ * junction's were found inside mount `parent`). A location that fails with a connection-level
+ * error is skipped; when none answers the entry fails with EHOSTDOWN.
+ */
+static int enter(struct ff_state *s, const struct ff_cred *cred, const char *id,
+		 GPtrArray *locations, double attr_timeout, struct ff_mount *parent,
+		 const char *ns_path, struct fuse_entry_param *e)
+{
+	int rc = -EHOSTDOWN;
+
+	for (guint i = 0; i < locations->len; i++) {
+		struct ff_location *loc = locations->pdata[i];
+		struct ff_mount *m;
+
+		if (parent && loops(parent, loc)) {
+			rc = -ELOOP;
+			continue;
+		}
+		m = ff_mounts_get(s->mounts, id, loc, attr_timeout, parent);
+		if (!m)
+			return -ENOSPC;
+		rc = ff_mount_connect(m);
+		if (rc == 0)
+			rc = enter_mount(s, cred, m, ns_path, e);
+		if (rc == 0)
+			return 0;
+		if (!ff_errno_is_connection(rc) && rc != -ENOSYS && rc != -ELOOP)
+			return rc;
+	}
+	return ff_errno_is_connection(rc) ? -EHOSTDOWN : rc;
+}
+
+/* ---- junctions -------------------------------------------------------------------------- */
+
+/* Read and parse what makes `node` a junction, as the daemon itself. NULL when it is none, or
+ * a malformed one (then *msg says why). */
+static struct ff_junction *read_junction(struct ff_state *s, struct ff_mount *m, ff_node *node,
+					 const struct stat *st, const struct ff_cred *cred,
+					 char **msg)
+{
+	const struct ff_backend_ops *ops = m->be->ops;
+	char *buf = g_malloc(FF_JUNCTION_VALUE_MAX);
+	struct ff_junction *j = NULL;
+	char mode[32];
+	ssize_t n, mn;
+
+	if (S_ISLNK(st->st_mode)) {
+		n = ops->readlink(m->ctx, cred, node, buf, FF_JUNCTION_VALUE_MAX);
+		if (n > 0 && ff_junction_is_msdfs(buf, n))
+			j = ff_junction_parse_msdfs(buf, n, msg);
+		else if (n == -ENAMETOOLONG)
+			*msg = g_strdup("msdfs target longer than 65536 bytes");
+		goto out_free;
+	}
+	if (ff_junction_is_fedfs_mode(st->st_mode) && s->uid == 0) {
+		n = ops->getxattr(m->ctx, cred, node, FF_JUNCTION_XATTR_FEDFS, buf,
+				  FF_JUNCTION_VALUE_MAX);
+		if (n >= 0) {
+			mn = ops->getxattr(m->ctx, cred, node, FF_JUNCTION_XATTR_FEDFS_MODE, mode,
+					   sizeof(mode));
+			j = ff_junction_parse_fedfs(buf, n, mn > 0 ? mode : NULL, mn > 0 ? mn : 0,
+						    msg);
+			goto out_free;
+		}
+	}
+	if (g_atomic_int_get(&m->no_user_xattrs))
+		goto out_free;
+	n = ops->getxattr(m->ctx, cred, node, FF_JUNCTION_XATTR_FEDFUSE, buf, FF_JUNCTION_VALUE_MAX);
+	if (n == -ENOTSUP || n == -EOPNOTSUPP)
+		g_atomic_int_set(&m->no_user_xattrs, 1);
+	else if (n == -ERANGE)
+		*msg = g_strdup(FF_JUNCTION_XATTR_FEDFUSE " larger than 65536 bytes");
+	else if (n >= 0)
+		j = ff_junction_parse_fedfuse(buf, n, msg);
+out_free:
+	g_free(buf);
+	return j;
+}
+
+/* What the object `node` found in `m` is as a junction (a reference), or NULL. */
+static struct ff_jentry *junction_of(struct ff_state *s, struct ff_mount *m, ff_node *node,
+				     const struct stat *st)
+{
+	const struct ff_backend_ops *ops = m->be->ops;
+	g_autofree char *msg = NULL;
+	struct ff_cred_hold self;
+	struct ff_junction *j;
+	struct ff_namespace *ns;
+	struct ff_jentry *e;
+	double ttl;
+
+	if (S_ISLNK(st->st_mode)) {
+		if (!(m->be->caps & FF_CAP_SYMLINKS) || !ops->readlink)
+			return NULL;
+	} else if (S_ISDIR(st->st_mode)) {
+		if (!(m->be->caps & FF_CAP_XATTR) || !ops->getxattr)
+			return NULL;
+		if (g_atomic_int_get(&m->no_user_xattrs) &&
+		    !(ff_junction_is_fedfs_mode(st->st_mode) && s->uid == 0))
+			return NULL;
+	} else {
+		return NULL;
+	}
+	e = ff_jcache_get(s->jcache, m->index, st);
+	if (!e) {
+		ff_cred_self(&self);
+		j = read_junction(s, m, node, st, &self.cred, &msg);
+		ff_cred_put(&self);
+		if (msg) {
+			g_autofree char *key = g_strdup_printf("junction %s %ju", m->loc.spec.uri,
+							       (uintmax_t)st->st_ino);
+
+			ff_log_once(LOG_WARNING, key, 3600,
+				    "%s: malformed junction (inode %ju), shown as it is: %s",
+				    m->loc.spec.uri, (uintmax_t)st->st_ino, msg);
+		}
+		ns = ff_state_ns(s);
+		ttl = ns->junction_cache_ttl;
+		ff_namespace_unref(ns);
+		if (j && j->ttl > 0 && j->ttl < ttl)
+			ttl = j->ttl;
+		e = ff_jcache_put(s->jcache, m->index, st, j, ttl);
+	}
+	if (!e->junction) {
+		ff_jentry_unref(e);
+		return NULL;
+	}
+	return e;
+}
+
+bool ff_resolve_referral_hidden(struct ff_state *s, const struct ff_referral *ref)
+{
+	if (ref->on_unreachable != FF_UNREACHABLE_SKIP)
+		return false;
+	for (guint i = 0; i < ref->locations->len; i++) {
+		struct ff_mount *m = ff_mounts_get(s->mounts, ref->path, ref->locations->pdata[i],
+						   ref->attr_timeout, NULL);
+
+		if (!m || g_atomic_int_get(&m->state) != FF_MOUNT_DOWN)
+			return false;
+	}
+	return true;
+}
+
+bool ff_resolve_is_junction(struct ff_state *s, struct ff_mount *mnt, ff_node *node,
+			    const struct stat *st)
+{
+	struct ff_jentry *e = junction_of(s, mnt, node, st);
+
+	ff_jentry_unref(e);
+	return e != NULL;
 }
 
 int ff_target_get(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *inode,
@@ -196,19 +397,17 @@ static int lookup_ns(struct ff_state *s, const struct ff_cred *cred, struct ff_t
 		     const struct ff_ns_node *node, const char *name, struct fuse_entry_param *e)
 {
 	struct ff_inode *inode;
-	struct ff_mount *m = NULL;
 	ff_node *bnode;
 	struct stat st;
 	int rc;
 
 	if (node->referral) {
-		rc = referral_root(s, cred, node->referral, &m, &bnode, &st);
-		if (rc < 0)
-			return rc;
-		inode = intern(s, m, bnode, &st);
-		set_ns_path(inode, node->path);
-		fill_entry(inode, &st, m->attr_timeout, e);
-		return 0;
+		rc = enter(s, cred, node->path, node->referral->locations,
+			   node->referral->attr_timeout, NULL, node->path, e);
+		/* Fail open: while no location answers, the referral is not there. */
+		if (rc == -EHOSTDOWN && node->referral->on_unreachable == FF_UNREACHABLE_SKIP)
+			rc = -ENOENT;
+		return rc;
 	}
 	/* A directory that leads to nested referrals: the location's own directory when it has
 	 * one, else a virtual directory. */
@@ -266,7 +465,17 @@ int ff_resolve_lookup(struct ff_state *s, const struct ff_cred *cred, struct ff_
 	}
 	rc = lookup_backend(s, cred, &t, name, &bnode, &st);
 	if (rc == 0) {
-		struct ff_inode *inode = intern(s, t.mnt, bnode, &st);
+		struct ff_jentry *je = junction_of(s, t.mnt, bnode, &st);
+		struct ff_inode *inode;
+
+		if (je) {
+			t.mnt->be->ops->forget(t.mnt->ctx, bnode);
+			rc = enter(s, cred, je->id, je->junction->locations, t.mnt->attr_timeout,
+				   t.mnt, NULL, e);
+			ff_jentry_unref(je);
+			goto out_put;
+		}
+		inode = intern(s, t.mnt, bnode, &st);
 
 		if (dir) /* no longer (or never) part of the namespace tree */
 			set_ns_path(inode, NULL);

@@ -30,6 +30,13 @@ int ff_resolve_lookup(struct ff_state *s, const struct ff_cred *cred, struct ff_
 void ff_resolve_entry(struct ff_state *s, struct ff_mount *mnt, ff_node *bnode,
 		      const struct stat *st, struct fuse_entry_param *e);
 
+/* Whether a referral with on-unreachable=skip is hidden now: every location is down. */
+bool ff_resolve_referral_hidden(struct ff_state *s, const struct ff_referral *ref);
+
+/* Whether the object `node` (with attributes `st`) of `mnt` is a junction (cached). */
+bool ff_resolve_is_junction(struct ff_state *s, struct ff_mount *mnt, ff_node *node,
+			    const struct stat *st);
+
 /* Attributes of an inode: from its backend, or made up for namespace-only inodes. */
 int ff_resolve_getattr(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *inode,
 		       void *fh, struct stat *st, double *timeout);
