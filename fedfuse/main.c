@@ -311,7 +311,6 @@ int main(int argc, char *argv[])
 	s.gid = getegid();
 	s.itab = ff_itab_new(release_inode, &s);
 	ff_itab_intern_virtual(s.itab, FF_INO_ROOT, "/");
-	s.mounts = ff_mounts_new();
 	s.jcache = ff_jcache_new();
 	g_mutex_init(&s.handles_lock);
 	s.handles = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -328,6 +327,8 @@ int main(int argc, char *argv[])
 	if (fuse_daemonize(cmd.foreground) != 0)
 		goto out_unmount;
 	ff_log_init(cmd.foreground, cmd.debug);
+	/* Threads are started only now: fuse_daemonize() forks, and threads do not survive it. */
+	s.mounts = ff_mounts_new();
 	if (setup_reload(&s, &reloader) < 0) {
 		ff_err("cannot set up SIGHUP handling");
 		goto out_unmount;

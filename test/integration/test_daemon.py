@@ -109,3 +109,25 @@ def test_debug_option(mount_factory, tmp_path):
     assert (loc / "g").exists()
     assert wait_until(lambda: "LOOKUP" in m.log_text() or "lookup" in m.log_text(), 2), \
         m.log_text()
+
+
+def test_background_daemon(tmp_path):
+    """Without -f the daemon forks into the background and serves from there (its threads
+    must be started after the fork); fusermount3 -u stops it."""
+    src = tmp_path / "src"
+    src.mkdir()
+    create(str(src / "f"), b"served from the background")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    ns = tmp_path / "namespace.conf"
+    ns.write_text(f"[/a]\nlocations={file_uri(str(src))}\n")
+    p = run_daemon(["--namespace", str(ns), str(mnt)])
+    assert p.returncode == 0, p.stderr
+    try:
+        assert is_mounted(str(mnt))
+        out = subprocess.run(["cat", str(mnt / "a" / "f")], capture_output=True, timeout=20)
+        assert out.stdout == b"served from the background", out
+        assert os.listdir(str(mnt)) == ["a"]
+    finally:
+        subprocess.run(["fusermount3", "-u", str(mnt)], check=False)
+    wait_until(lambda: not is_mounted(str(mnt)), 10)
