@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * cred.c - supplementary groups per (uid, gid), from the user database, cached for a minute:
- * one getgrouplist() per user per minute instead of a /proc read per request.
+ * cred.c - the caller's supplementary groups. They are the calling process's own (the kernel
+ * checked its permissions with them; newgrp, sg and setgroups(2) make them differ from the user
+ * database), read from /proc by fuse_req_getgroups() and kept for a few milliseconds per
+ * process, so that a burst of requests from one process costs one read. Only when /proc cannot
+ * tell (the process is gone) do they come from the user database, cached for a minute.
  */
 #include <glib.h>
 #include <grp.h>
@@ -12,6 +15,8 @@
 #include "fedfuse/cred.h"
 
 #define GROUPS_TTL_USEC (60 * G_USEC_PER_SEC)
+#define PROC_GROUPS_TTL_USEC (20 * 1000)	/* a process's groups, read from /proc */
+#define PROC_GROUPS_MAX 65536		/* NGROUPS_MAX */
 
 struct groups_entry {
 	uid_t uid;
@@ -23,6 +28,24 @@ struct groups_entry {
 
 static GMutex cache_lock;
 static GHashTable *cache; /* (uid << 32 | gid) -> struct groups_entry * (rc box) */
+
+/* The last process seen by this thread and its groups (a reference), released when the
+ * thread ends. */
+struct last_proc {
+	pid_t pid;
+	struct groups_entry *e;
+};
+
+static void last_proc_free(gpointer p)
+{
+	struct last_proc *lp = p;
+
+	if (lp->e)
+		g_atomic_rc_box_release(lp->e);
+	g_free(lp);
+}
+
+static GPrivate last_proc_key = G_PRIVATE_INIT(last_proc_free);
 
 static struct groups_entry *groups_build(uid_t uid, gid_t gid)
 {
@@ -79,6 +102,52 @@ static struct groups_entry *groups_get(uid_t uid, gid_t gid)
 	return e;
 }
 
+/* The groups of the process behind `req`, or NULL when /proc cannot tell. */
+static struct groups_entry *groups_of_process(fuse_req_t req, const struct fuse_ctx *ctx)
+{
+	gint64 now = g_get_monotonic_time();
+	struct last_proc *lp = g_private_get(&last_proc_key);
+	struct groups_entry *e;
+
+	if (!lp) {
+		lp = g_new0(struct last_proc, 1);
+		g_private_set(&last_proc_key, lp);
+	}
+	e = lp->e;
+	gid_t small[64], *list = small;
+	int n;
+
+	if (e && lp->pid == ctx->pid && e->uid == ctx->uid && e->gid == ctx->gid &&
+	    e->expires > now) {
+		g_atomic_rc_box_acquire(e);
+		return e;
+	}
+	n = fuse_req_getgroups(req, G_N_ELEMENTS(small), small);
+	if (n > (int)G_N_ELEMENTS(small) && n <= PROC_GROUPS_MAX) {
+		list = g_new(gid_t, n);
+		n = fuse_req_getgroups(req, n, list);
+	}
+	if (n < 0 || n > PROC_GROUPS_MAX) {
+		if (list != small)
+			g_free(list);
+		return NULL;
+	}
+	e = g_atomic_rc_box_alloc0(sizeof(*e) + n * sizeof(gid_t));
+	e->uid = ctx->uid;
+	e->gid = ctx->gid;
+	e->ngroups = n;
+	memcpy(e->groups, list, n * sizeof(gid_t));
+	e->expires = now + PROC_GROUPS_TTL_USEC;
+	if (list != small)
+		g_free(list);
+	if (lp->e)
+		g_atomic_rc_box_release(lp->e);
+	lp->pid = ctx->pid;
+	lp->e = e;
+	g_atomic_rc_box_acquire(e);
+	return e;
+}
+
 void ff_cred_get(fuse_req_t req, struct ff_cred_hold *h)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
@@ -87,7 +156,9 @@ void ff_cred_get(fuse_req_t req, struct ff_cred_hold *h)
 	h->cred = (struct ff_cred){ .uid = ctx->uid, .gid = ctx->gid, .pid = ctx->pid,
 				    .umask = ctx->umask };
 	if (geteuid() == 0 && ctx->uid != 0) {
-		e = groups_get(ctx->uid, ctx->gid);
+		e = groups_of_process(req, ctx);
+		if (!e)
+			e = groups_get(ctx->uid, ctx->gid);
 		h->cred.groups = e->groups;
 		h->cred.ngroups = e->ngroups;
 	}

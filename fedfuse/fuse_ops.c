@@ -190,6 +190,10 @@ static void ff_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
+	if (f && f->mnt && file_usable(f) < 0) { /* an open file on a location that died */
+		fuse_reply_err(req, EIO);
+		return;
+	}
 	ff_cred_get(req, &h);
 	rc = ff_resolve_getattr(s, &h.cred, inode, f && f->mnt ? f->fh : NULL, &st, &timeout);
 	ff_cred_put(&h);
@@ -199,26 +203,63 @@ static void ff_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_attr(req, &st, timeout);
 }
 
+/*
+ * FUSE_CAP_HANDLE_KILLPRIV is off, so the kernel clears setuid and setgid itself when a caller
+ * without CAP_FSETID writes, truncates or chowns a file: it sends a setattr of the mode in the
+ * caller's name, and the caller need not own the file (the kernel skips its permission check
+ * for that setattr). Done as the caller it would fail EPERM, and the write with it. A mode
+ * change by a caller who does not own the file and that only drops S_ISUID/S_ISGID is that
+ * request (the kernel refuses any other chmod by a non-owner when it checks permissions, so
+ * this is done only with default_permissions): it is done with the daemon's own credentials.
+ */
+static bool is_kill_setid(const struct ff_cred *cred, const struct stat *cur,
+			  const struct stat *attr)
+{
+	mode_t before = cur->st_mode & 07777, after = attr->st_mode & 07777;
+	mode_t dropped = before & ~after;
+
+	return cred->uid != 0 && cred->uid != cur->st_uid && S_ISREG(cur->st_mode) &&
+	       (after & ~before) == 0 && dropped != 0 && (dropped & ~(mode_t)(S_ISUID | S_ISGID)) == 0;
+}
+
 static void ff_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
 	struct ff_file *f = fi ? file_of(fi) : NULL;
+	void *fh;
 	struct op op;
-	struct stat st;
+	struct stat st, cur;
 	int rc;
 
 	rc = op_begin(req, ino, true, &op);
 	if (rc == 0 && !ops_of(op.t.mnt)->setattr)
 		rc = -ENOSYS;
-	if (rc == 0) {
-		rc = ops_of(op.t.mnt)->setattr(op.t.mnt->ctx, &op.h.cred, op.t.bnode,
-					       f && f->mnt ? f->fh : NULL, attr, to_set, &st);
+	fh = f && f->mnt ? f->fh : NULL;
+	if (rc == 0 && (to_set & FUSE_SET_ATTR_MODE) && op.h.cred.uid != 0 &&
+	    op.s->default_permissions &&
+	    ops_of(op.t.mnt)->getattr(op.t.mnt->ctx, &op.h.cred, op.t.bnode, fh, &cur) == 0 &&
+	    is_kill_setid(&op.h.cred, &cur, attr)) {
+		struct ff_cred_hold self;
+
+		ff_cred_self(&self);
+		rc = ops_of(op.t.mnt)->setattr(op.t.mnt->ctx, &self.cred, op.t.bnode, fh, attr,
+					       FUSE_SET_ATTR_MODE, &st);
+		ff_cred_put(&self);
+		rc = op_account(&op, FF_OP_SETATTR, rc);
+		to_set &= ~FUSE_SET_ATTR_MODE;
+		if (!(to_set & ~FUSE_SET_ATTR_CTIME))
+			to_set = -1; /* nothing left: `st` is the answer */
+	}
+	if (rc == 0 && to_set != -1) { /* all of it, or what is left after the kill above */
+		rc = ops_of(op.t.mnt)->setattr(op.t.mnt->ctx, &op.h.cred, op.t.bnode, fh, attr,
+					       to_set, &st);
 		rc = op_account(&op, FF_OP_SETATTR, rc);
 	}
 	if (rc < 0) {
 		reply_err(req, rc);
 	} else {
 		st.st_ino = ino;
+		ff_resolve_fix_attr(op.inode, &st);
 		fuse_reply_attr(req, &st, op.t.mnt->attr_timeout);
 	}
 	op_end(&op);

@@ -120,15 +120,18 @@ static gpointer prober(gpointer data)
 		for (guint i = 0; i < mounts->list->len; i++) {
 			struct ff_mount *m = mounts->list->pdata[i];
 
-			if (g_atomic_int_get(&m->state) == FF_MOUNT_DOWN && m->ctx &&
-			    now >= m->retry_at)
+			if (g_atomic_int_get(&m->state) == FF_MOUNT_DOWN && now >= m->retry_at)
 				g_ptr_array_add(due, m);
 		}
 		g_mutex_unlock(&mounts->lock);
 		for (guint i = 0; i < due->len; i++) {
 			struct ff_mount *m = due->pdata[i];
 
-			ff_mount_account(m, FF_OP_OTHER, probe(m), 0);
+			/* Never connected: try to (the back-off has expired); else ask its root. */
+			if (!m->ctx)
+				ff_mount_connect(m);
+			else
+				ff_mount_account(m, FF_OP_OTHER, probe(m), 0);
 		}
 		g_ptr_array_free(due, TRUE);
 		g_mutex_lock(&mounts->prober_lock);

@@ -273,6 +273,9 @@ int main(int argc, char *argv[])
 	}
 	if (positional.count == 1)
 		fuse_opt_add_arg(&args, positional.args[0]);
+	for (int i = 0; i < args.argc; i++)
+		if (strstr(args.argv[i], "default_permissions"))
+			s.default_permissions = true;
 	if (fuse_parse_cmdline(&args, &cmd) != 0)
 		return 1;
 	if (cmd.show_help) {

@@ -228,6 +228,7 @@ static struct ff_junction *read_junction(struct ff_state *s, struct ff_mount *m,
 {
 	const struct ff_backend_ops *ops = m->be->ops;
 	char *buf = g_malloc(FF_JUNCTION_VALUE_MAX);
+	gint64 start = g_get_monotonic_time();
 	struct ff_junction *j = NULL;
 	char mode[32];
 	ssize_t n, mn;
@@ -261,6 +262,8 @@ static struct ff_junction *read_junction(struct ff_state *s, struct ff_mount *m,
 	else if (n >= 0)
 		j = ff_junction_parse_fedfuse(buf, n, msg);
 out_free:
+	/* Counted, so that /.fedfuse/stats shows what reading junctions costs. */
+	ff_mount_account(m, S_ISLNK(st->st_mode) ? FF_OP_READLINK : FF_OP_XATTR, 0, start);
 	g_free(buf);
 	return j;
 }
@@ -486,6 +489,14 @@ out_put:
 	return rc;
 }
 
+void ff_resolve_fix_attr(struct ff_inode *inode, struct stat *st)
+{
+	g_mutex_lock(&inode->lock);
+	if (inode->hidden_name) /* unlinked while open, kept under a hidden name */
+		st->st_nlink = 0;
+	g_mutex_unlock(&inode->lock);
+}
+
 int ff_resolve_getattr(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *inode,
 		       void *fh, struct stat *st, double *timeout)
 {
@@ -507,10 +518,7 @@ int ff_resolve_getattr(struct ff_state *s, const struct ff_cred *cred, struct ff
 	rc = t.mnt->be->ops->getattr(t.mnt->ctx, cred, t.bnode, fh, st);
 	rc = ff_mount_account(t.mnt, FF_OP_GETATTR, rc, start);
 	st->st_ino = inode->ino;
-	g_mutex_lock(&inode->lock);
-	if (inode->hidden_name) /* unlinked while open, kept under a hidden name */
-		st->st_nlink = 0;
-	g_mutex_unlock(&inode->lock);
+	ff_resolve_fix_attr(inode, st);
 	*timeout = t.mnt->attr_timeout;
 	ff_target_put(s, &t);
 	return rc;

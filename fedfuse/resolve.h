@@ -38,6 +38,10 @@ bool ff_resolve_is_junction(struct ff_state *s, struct ff_mount *mnt, ff_node *n
 			    const struct stat *st);
 
 /* Attributes of an inode: from its backend, or made up for namespace-only inodes. */
+/* Attributes as the namespace shows them: a file unlinked while open (kept under a hidden
+ * name) has st_nlink 0. Every reply that carries attributes of a backend object applies it. */
+void ff_resolve_fix_attr(struct ff_inode *inode, struct stat *st);
+
 int ff_resolve_getattr(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *inode,
 		       void *fh, struct stat *st, double *timeout);
 

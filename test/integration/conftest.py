@@ -165,8 +165,10 @@ def backend(request):
 # ---- the daemon --------------------------------------------------------------------------------
 
 # Log lines that mean something went wrong, unless a test expects them.
-BAD_LOG = re.compile(r"warn|error|critical|fatal|AddressSanitizer|LeakSanitizer|"
-                     r"ThreadSanitizer|UndefinedBehaviorSanitizer|runtime error", re.I)
+BAD_LOG = re.compile(r"^fedfuse: (warning|error|critical|alert|emergency):|^fuse: |fatal|"
+                     r"AddressSanitizer|LeakSanitizer|ThreadSanitizer|"
+                     r"UndefinedBehaviorSanitizer|runtime error|^\(process:\d+\): \w+-(WARNING|CRITICAL)",
+                     re.I | re.M)
 
 
 def daemon_env():

@@ -1,0 +1,592 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Faults (issues 5, 6 and 7; DESIGN §6): a server frozen or killed mid-test, replicas failing
+over and back, on-unreachable=skip, a wrong SMB password, and 1 GiB transfers.
+
+Servers that a test stops are PRIVATE: a ganesha and an smbd of this module, on ports of their
+own, with their own state folder, stopped in a finalizer even when a test fails. The shared
+servers (/tmp/fedfuse-servers) are only used by the tests that stop nothing (large files, wrong
+password), and never stopped or restarted.
+
+Times: every namespace here has timeout=3. The spec bounds a failing operation on a stopped
+server by timeout + 2 s; failover by timeout + a few seconds; recovery by the prober's back-off
+(1 s doubling to 60 s), polled for a bounded while.
+"""
+
+import errno
+import hashlib
+import os
+import re
+import shutil
+import struct
+import subprocess
+import time
+
+import pytest
+
+from conftest import backend_module_present, read_servers_env, stop_or_fail, uri_below
+from servers_util import (PrivateServers, Timed, errno_of, location_state, location_xattr,
+                          poll, port_listens, read_locations, timed)
+from util import read_file, write_file
+
+TIMEOUT = 3  # the namespace's timeout=, seconds
+OP_BOUND = TIMEOUT + 2  # an operation on a stopped server fails within this (issues 5, 6)
+AT_ONCE = 2.0  # "at once" on a loaded 2-core machine: far below TIMEOUT + the hung op's wait
+RECOVERY = 30  # seconds to poll for a location to come back (back-off up to 8-16 s here)
+FAILOVER_WITHIN = TIMEOUT + 5  # new opens served by the replica (timeout + attr-timeout + slack)
+# ETIMEDOUT or EIO (issues 5, 6); EHOSTDOWN when the failing request is the lookup of the
+# referral itself, none of whose locations answers (issue 7: on-unreachable=error).
+FAILED_ERRNOS = {errno.ETIMEDOUT, errno.EIO, errno.EHOSTDOWN}
+DOWN_ERRNOS = {errno.ETIMEDOUT, errno.EIO, errno.EHOSTDOWN, errno.ECONNREFUSED,
+               errno.ECONNRESET}
+MiB = 1 << 20
+GiB = 1 << 30
+
+SERVER_OF = {"nfs3": "nfs", "nfs4": "nfs", "smb": "smb"}
+URI_KEY = {"nfs3": "NFS_V3_URI", "nfs4": "NFS_V4_URI", "smb": "SMB_URI"}
+DIR_KEY = {"nfs3": "NFS_V3_DIR", "nfs4": "NFS_V4_DIR", "smb": "SMB_DIR"}
+MODULE_OF = {"nfs3": "nfs", "nfs4": "nfs", "smb": "smb"}
+
+
+# ---- fixtures ----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def priv():
+    """A private ganesha and a private smbd for this module (stopped at the end, whatever
+    happened)."""
+    srv = PrivateServers(prefix="fedfuse-flt-")
+    try:
+        which = [w for w, mod in (("nfs", "nfs"), ("smb", "smb")) if backend_module_present(mod)]
+        if not which:
+            pytest.skip("neither nfs.so nor smb.so is built")
+        srv.start(*which)
+        yield srv
+    finally:
+        srv.cleanup()
+
+
+def ensure_running(priv, which):
+    """Resume a server a test froze; restart it if a test killed it."""
+    priv.cont(which)
+    if not all(port_listens(p) for p in priv.ports_of(which)):
+        priv.start(which)
+
+
+@pytest.fixture
+def servers(priv):
+    """The private servers, running at the start and resumed/restarted at the end of a test."""
+    for w in ("nfs", "smb"):
+        if backend_module_present(w):
+            ensure_running(priv, w)
+    yield priv
+    for w in ("nfs", "smb"):
+        if backend_module_present(w):
+            ensure_running(priv, w)
+
+
+def need_module(kind):
+    if not backend_module_present(MODULE_OF[kind]):
+        pytest.skip(f"backend module {MODULE_OF[kind]}.so not built")
+
+
+class Tree:
+    """A folder of our own inside a server's exported folder; removed at the end."""
+
+    def __init__(self, env, kind, tag):
+        self.kind = kind
+        self.dir = os.path.join(env[DIR_KEY[kind]], tag)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        os.mkdir(self.dir)
+        os.chmod(self.dir, 0o777)
+        self.uri = uri_below(env[URI_KEY[kind]], tag)
+
+    def cleanup(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture
+def trees(request):
+    made = []
+
+    def make(env, kind, tag=None):
+        t = Tree(env, kind, tag or f"flt-{os.getpid()}-{request.node.name}"[:100].replace(
+            "[", "-").replace("]", ""))
+        made.append(t)
+        return t
+
+    yield make
+    for t in made:
+        t.cleanup()
+
+
+def ns_text(referrals, **options):
+    opts = dict({"timeout": str(TIMEOUT)}, **{k.replace("_", "-"): v for k, v in options.items()})
+    lines = ["[namespace]"] + [f"{k}={v}" for k, v in opts.items()]
+    for path, uris, keys in referrals:
+        lines += ["", f"[{path}]", "locations=" + ";".join(uris)]
+        lines += [f"{k}={v}" for k, v in (keys or {}).items()]
+    return "\n".join(lines) + "\n"
+
+
+def local_dir(tmp_path, name="local"):
+    d = tmp_path / name
+    d.mkdir()
+    d.chmod(0o755)
+    write_file(str(d / "l"), b"local\n")
+    return str(d)
+
+
+def log_lines(m, regex):
+    return [l for l in m.log_text().splitlines() if not l.startswith("# ")
+            and re.search(regex, l)]
+
+
+def expect_down_logs(m, uris):
+    """A location going down says so (once per outage); what the backends add about the
+    failures that put it down is declared here too."""
+    for u in uris:
+        m.expect_log(r"location " + re.escape(u) + r" is unreachable")
+
+
+def pread_at(path_or_fd, off, n=4096):
+    return os.pread(path_or_fd, n, off)
+
+
+def stat_name(path):
+    return os.stat(path)
+
+
+def read_whole(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+# ---- a stopped server (issues 5 and 6) ---------------------------------------------------------
+
+def _fault_setup(servers, trees, tmp_path, kind, mount_factory):
+    need_module(kind)
+    t = trees(servers.env, kind)
+    data = os.urandom(MiB)
+    write_file(os.path.join(t.dir, "f"), data)
+    # a file we keep open and read at an offset never read before (no page cache there)
+    write_file(os.path.join(t.dir, "g"), os.urandom(8 * MiB))
+    loc = local_dir(tmp_path)
+    m = mount_factory(ns_text=ns_text([("/r", [t.uri], None), ("/local", ["file://" + loc],
+                                                                   None)]))
+    expect_down_logs(m, [t.uri])
+    m.start()
+    r = os.path.join(m.mnt, "r")
+    assert read_file(os.path.join(r, "f")) == data
+    wait_closed(m, "/r", t.uri)
+    return t, data, m, r
+
+
+def wait_closed(m, ns_path, uri):
+    """The kernel sends RELEASE after close() returns: wait until the daemon has closed every
+    file of the location, so that a server stopped next does not race with a close."""
+    assert poll(lambda: read_locations(m.mnt)[(ns_path, uri)].get("open") == "0", 10, 0.05), (
+        "files of the location still open in the daemon:\n"
+        + open(os.path.join(m.mnt, ".fedfuse", "locations")).read())
+
+
+class Soft:
+    """Checks that do not stop the test at the first failure, so that one run tells everything
+    (recovery is still checked when a detail of the outage was wrong)."""
+
+    def __init__(self):
+        self.problems = []
+
+    def check(self, cond, msg):
+        if not cond:
+            self.problems.append(msg)
+        return cond
+
+    def done(self, m=None):
+        if self.problems:
+            pytest.fail("\n".join(self.problems)
+                        + ("\n--- daemon log ---\n" + m.log_text() if m else ""), pytrace=False)
+
+
+def _check_frozen(servers, kind, m, r, opened_fd, soft):
+    """The server is frozen: the first operation fails in time, the rest of the mount answers
+    at once, later operations on the dead location fail at once."""
+    server = SERVER_OF[kind]
+    servers.freeze(server)
+    # 1. a lookup of a name the kernel never saw must go to the server and fail in time
+    hung = Timed(stat_name, os.path.join(r, "never-seen"))
+    time.sleep(0.3)
+    # 2. meanwhile, the other referral and the root answer at once
+    _, err, el = timed(read_whole, os.path.join(m.mnt, "local", "l"), bound=OP_BOUND + 5)
+    soft.check(err is None, f"local referral failed while {kind} is frozen: {err!r}")
+    soft.check(el < AT_ONCE, f"local referral took {el:.1f} s while {kind} is frozen")
+    names, err, el = timed(os.listdir, m.mnt, bound=OP_BOUND + 5)
+    soft.check(err is None and {"r", "local"} <= set(names or ()),
+               f"listing / while {kind} is frozen: {names} {err!r}")
+    soft.check(el < AT_ONCE, f"listing / took {el:.1f} s while {kind} is frozen")
+    _, err, el = timed(subprocess.run, ["ls", "-l", m.mnt], capture_output=True,
+                       bound=OP_BOUND + 5)
+    soft.check(el < OP_BOUND, f"ls -l of the root took {el:.1f} s")
+    # 3. the hung operation fails, in time, with a timeout or an I/O error
+    assert hung.join(OP_BOUND + 10), "stat of a new name on the frozen server hangs"
+    soft.check(hung.elapsed <= OP_BOUND,
+               f"stat on frozen {kind} took {hung.elapsed:.1f} s (bound: timeout {TIMEOUT} + 2 s)")
+    soft.check(errno_of(hung.error) in FAILED_ERRNOS,
+               f"stat on frozen {kind}: {hung.error!r}, expected ETIMEDOUT or EIO")
+    # 4. now the location is down: an open file fails with EIO (DESIGN §6), other operations
+    # fail; all at once
+    _, err, el = timed(pread_at, opened_fd, 6 * MiB, bound=OP_BOUND + 5)
+    soft.check(errno_of(err) == errno.EIO,
+               f"read of an open file on a down location: {err!r}, expected EIO")
+    soft.check(el < AT_ONCE, f"read of an open file on a down location took {el:.1f} s")
+    _, err, el = timed(os.listdir, r, bound=OP_BOUND + 5)
+    soft.check(errno_of(err) in DOWN_ERRNOS, f"listdir of the down referral: {err!r}")
+    soft.check(el < AT_ONCE, f"listdir of the down referral took {el:.1f} s")
+    _, err, el = timed(stat_name, os.path.join(r, "another-new-name"), bound=OP_BOUND + 5)
+    soft.check(errno_of(err) in DOWN_ERRNOS, f"stat on the down referral: {err!r}")
+    soft.check(el < AT_ONCE, f"stat on the down referral took {el:.1f} s")
+
+
+def _check_recovers(m, t, r, data, what):
+    """The same mount works again: read, write, list (polled: the prober's back-off)."""
+    def works():
+        return read_file(os.path.join(r, "f")) == data
+    t0 = time.monotonic()
+    assert poll(works, RECOVERY), (
+        f"{t.kind}: not working {RECOVERY} s after the server {what} "
+        f"(last error {poll.last_error!r}); locations:\n"
+        + open(os.path.join(m.mnt, ".fedfuse", "locations")).read())
+    took = time.monotonic() - t0
+    name = f"after-{what}".replace(" ", "-")
+    write_file(os.path.join(r, name), b"back\n")
+    assert read_file(os.path.join(t.dir, name)) == b"back\n"
+    assert name in os.listdir(r)
+    assert location_state(m.mnt, "/r", t.uri) == "up"
+    return took
+
+
+@pytest.mark.parametrize("kind", ["nfs3", "nfs4", "smb"])
+def test_server_frozen_then_resumed(servers, trees, tmp_path, mount_factory, kind):
+    t, data, m, r = _fault_setup(servers, trees, tmp_path, kind, mount_factory)
+    # the file kept open through the outage may fail its close (its connection is gone)
+    m.expect_log(r"close on " + re.escape(t.uri) + r" failed")
+    soft = Soft()
+    fd = os.open(os.path.join(r, "g"), os.O_RDONLY)
+    try:
+        assert len(os.pread(fd, 4096, 0)) == 4096
+        try:
+            _check_frozen(servers, kind, m, r, fd, soft)
+        finally:
+            servers.cont(SERVER_OF[kind])
+        took = _check_recovers(m, t, r, data, "resumed")
+        print(f"{kind}: working again {took:.1f} s after SIGCONT")
+    finally:
+        try:
+            os.close(fd)
+        except OSError as e:  # the close of a file of a down location may report it
+            print(f"{kind}: close of the file kept open: {e!r}")
+    soft.check(len(log_lines(m, r"is unreachable")) <= 2,
+               "location reported down again and again")
+    soft.done(m)
+    stop_or_fail(m)
+
+
+@pytest.mark.parametrize("kind", ["nfs3", "nfs4", "smb"])
+def test_server_killed_then_restarted(servers, trees, tmp_path, mount_factory, kind):
+    t, data, m, r = _fault_setup(servers, trees, tmp_path, kind, mount_factory)
+    soft = Soft()
+    server = SERVER_OF[kind]
+    servers.kill(server)
+    # a dead server refuses connections: the failure comes at once, not after the timeout
+    _, err, el = timed(stat_name, os.path.join(r, "never-seen"), bound=OP_BOUND + 10)
+    soft.check(errno_of(err) in DOWN_ERRNOS, f"stat on killed {kind}: {err!r}")
+    soft.check(el <= OP_BOUND, f"stat on killed {kind} took {el:.1f} s")
+    _, err, el = timed(read_whole, os.path.join(m.mnt, "local", "l"), bound=OP_BOUND + 5)
+    soft.check(err is None and el < AT_ONCE, f"local referral while {kind} is dead: {err!r} "
+               f"after {el:.1f} s")
+    servers.start(server)
+    took = _check_recovers(m, t, r, data, "restarted")
+    print(f"{kind}: working again {took:.1f} s after the restart")
+    soft.check(len(log_lines(m, r"is unreachable")) <= 2,
+               "location reported down again and again")
+    soft.done(m)
+    stop_or_fail(m)
+
+
+# ---- replicas: failover and failback (issue 7, DESIGN §6) --------------------------------------
+
+@pytest.mark.parametrize("nfs_kind", ["nfs3", "nfs4"])
+def test_failover_to_smb_replica_and_back(servers, trees, tmp_path, mount_factory, nfs_kind):
+    need_module(nfs_kind)
+    need_module("smb")
+    tag = f"rep-{os.getpid()}-{nfs_kind}-{tmp_path.name}"
+    tn, ts = trees(servers.env, nfs_kind, tag), trees(servers.env, "smb", tag)
+    data = os.urandom(256 * 1024)
+    for t in (tn, ts):  # the same files on both replicas
+        write_file(os.path.join(t.dir, "f"), data)
+    m = mount_factory(ns_text=ns_text([("/rep", [tn.uri, ts.uri], None)]))
+    expect_down_logs(m, [tn.uri])
+    m.start()
+    f = os.path.join(m.mnt, "rep", "f")
+    assert read_file(f) == data
+    assert location_xattr(f) == tn.uri
+    wait_closed(m, "/rep", tn.uri)
+
+    # 1. ganesha frozen: new opens go to the SMB replica within timeout + a few seconds
+    servers.freeze("nfs")
+    t0 = time.monotonic()
+    errors, slow = [], []
+
+    def served_by_smb():
+        step, ts0 = "open", time.monotonic()
+        try:
+            with open(f, "rb") as fh:
+                step = "read"
+                got = fh.read()
+                step = "close"
+            step = "getxattr"
+            return got == data and location_xattr(f) == ts.uri
+        except OSError as e:
+            now = time.monotonic()
+            errors.append(f"{step} at {ts0 - t0:.1f} s: {errno.errorcode.get(e.errno)} after "
+                          f"{now - ts0:.1f} s")
+            slow.append(now - ts0)
+            if e.errno not in DOWN_ERRNOS:
+                raise
+            return False
+    try:
+        t_fail = Timed(poll, served_by_smb, FAILOVER_WITHIN, 0.2)
+        assert t_fail.wait(FAILOVER_WITHIN + 3 * TIMEOUT + 10), "failover attempt hangs"
+        assert t_fail.result, (
+            f"new opens not served by {ts.uri} {FAILOVER_WITHIN} s after ganesha stopped "
+            f"(errors on the way: {errors}; last error: {poll.last_error!r})\n"
+            + open(os.path.join(m.mnt, ".fedfuse", "locations")).read())
+        took = time.monotonic() - t0
+        # each failed attempt (open, read, close or getxattr: one system call) in time too
+        assert max(slow, default=0) <= OP_BOUND, (
+            f"a system call failed only after {max(slow):.1f} s: {errors}")
+        for _ in range(3):  # and they keep being served from SMB, at once
+            _, err, el = timed(read_whole, f, bound=OP_BOUND + 5)
+            assert err is None and el < AT_ONCE, (err, el)
+            assert location_xattr(f) == ts.uri
+        locs = read_locations(m.mnt)
+        assert locs[("/rep", tn.uri)]["state"] == "down", locs
+        assert locs[("/rep", ts.uri)]["state"] == "up", locs
+    finally:
+        servers.cont("nfs")
+    print(f"{nfs_kind}: served by SMB {took:.1f} s after ganesha stopped; errors {errors}")
+
+    # 2. ganesha back: after the back-off, new opens go to NFS again
+    t1 = time.monotonic()
+
+    def served_by_nfs():
+        return read_file(f) == data and location_xattr(f) == tn.uri
+    assert poll(served_by_nfs, RECOVERY), (
+        f"new opens not back on {tn.uri} {RECOVERY} s after ganesha resumed "
+        f"(last error {poll.last_error!r}; now on {location_xattr(f)})\n"
+        + open(os.path.join(m.mnt, ".fedfuse", "locations")).read())
+    print(f"{nfs_kind}: back on NFS {time.monotonic() - t1:.1f} s after SIGCONT")
+    assert location_state(m.mnt, "/rep", tn.uri) == "up"
+    stop_or_fail(m)
+
+
+def test_skip_hides_referral_while_all_replicas_down(servers, trees, tmp_path, mount_factory):
+    need_module("nfs4")
+    need_module("smb")
+    tag = f"skip-{os.getpid()}-{tmp_path.name}"
+    tn, ts = trees(servers.env, "nfs4", tag), trees(servers.env, "smb", tag)
+    for t in (tn, ts):
+        write_file(os.path.join(t.dir, "f"), b"replicated\n")
+    loc = local_dir(tmp_path)
+    m = mount_factory(ns_text=ns_text([
+        ("/skip", [tn.uri, ts.uri], {"on-unreachable": "skip"}),
+        ("/fail", [tn.uri, ts.uri], None),  # the same replicas, default on-unreachable=error
+        ("/local", ["file://" + loc], None)]))
+    expect_down_logs(m, [tn.uri, ts.uri])
+    m.start()
+    assert {"skip", "fail", "local"} <= set(os.listdir(m.mnt))
+    assert read_file(os.path.join(m.mnt, "skip", "f")) == b"replicated\n"
+    assert read_file(os.path.join(m.mnt, "fail", "f")) == b"replicated\n"
+    wait_closed(m, "/skip", tn.uri)
+    wait_closed(m, "/fail", tn.uri)
+
+    servers.freeze("nfs", "smb")
+    try:
+        # Lookups find every location down (each after at most one timeout), then the skip
+        # referral is gone from listings and lookups, the other fails with EHOSTDOWN.
+        def hidden():
+            try:
+                os.stat(os.path.join(m.mnt, "skip", "f"))
+            except OSError:
+                pass
+            return "skip" not in os.listdir(m.mnt)
+        bound = 2 * TIMEOUT + FAILOVER_WITHIN
+        assert poll(hidden, bound, 0.2), (
+            f"/skip still listed {bound} s after both replicas stopped\n"
+            + open(os.path.join(m.mnt, ".fedfuse", "locations")).read())
+        _, err, el = timed(os.stat, os.path.join(m.mnt, "skip"), bound=OP_BOUND + 5)
+        assert errno_of(err) == errno.ENOENT, f"stat /skip while hidden: {err!r}"
+        assert el < AT_ONCE, f"stat /skip while hidden took {el:.1f} s"
+
+        def ehostdown():
+            try:
+                os.stat(os.path.join(m.mnt, "fail", "f"))
+            except OSError as e:
+                return e.errno == errno.EHOSTDOWN
+            return False
+        assert poll(ehostdown, bound, 0.2), (
+            f"/fail/f does not fail with EHOSTDOWN (last error {poll.last_error!r})")
+        names, err, el = timed(os.listdir, m.mnt, bound=OP_BOUND + 5)
+        assert err is None and el < AT_ONCE, (err, el)
+        assert "fail" in names and "local" in names and "skip" not in names, names
+        assert read_file(os.path.join(m.mnt, "local", "l")) == b"local\n"
+    finally:
+        servers.cont("nfs", "smb")
+
+    def shown_again():
+        return ("skip" in os.listdir(m.mnt)
+                and read_file(os.path.join(m.mnt, "skip", "f")) == b"replicated\n")
+    assert poll(shown_again, RECOVERY), (
+        f"/skip not back {RECOVERY} s after the servers resumed "
+        f"(last error {poll.last_error!r})\n"
+        + open(os.path.join(m.mnt, ".fedfuse", "locations")).read())
+    assert poll(lambda: read_file(os.path.join(m.mnt, "fail", "f")) == b"replicated\n",
+                RECOVERY), f"/fail not back (last error {poll.last_error!r})"
+    # the background probe brings back every replica, also those no lookup needs now
+    def all_up():
+        locs = read_locations(m.mnt)
+        return all(locs[(p, u)]["state"] == "up" for p in ("/skip", "/fail")
+                   for u in (tn.uri, ts.uri))
+    assert poll(all_up, RECOVERY), (
+        f"replicas still not up {RECOVERY} s after the servers resumed:\n"
+        + open(os.path.join(m.mnt, ".fedfuse", "locations")).read())
+    stop_or_fail(m)
+
+
+# ---- SMB: wrong password (issue 6) -------------------------------------------------------------
+
+def test_smb_wrong_password(tmp_path, mount_factory):
+    need_module("smb")
+    env = read_servers_env()
+    if not env.get("SMB_USER_URI") or not env.get("SMB_CRED"):
+        pytest.skip("no shared smbd with a user share (scripts/test-servers start smb)")
+    wrong = "Wrong #=; password 0123"
+    cred = tmp_path / "bad.cred"
+    cred.write_text(f"username=fedfusetest\npassword={wrong}\ndomain=WORKGROUP\n")
+    cred.chmod(0o600)
+    loc = local_dir(tmp_path)
+    uri = env["SMB_USER_URI"]
+    m = mount_factory(ns_text=ns_text([("/u", [uri], {"credentials": str(cred)}),
+                                       ("/local", ["file://" + loc], None)]))
+    # the one line that says why: the location and the refused logon
+    one_line = r"location " + re.escape(uri) + r" is unreachable: .*(denied|logon|password|" \
+        r"LOGON|PASSWORD|permission|Permission)"
+    m.expect_log(one_line)
+    m.start()
+    u = os.path.join(m.mnt, "u")
+    _, err, el = timed(os.listdir, u, bound=OP_BOUND + 10)
+    assert errno_of(err) == errno.EACCES, f"first access with a wrong password: {err!r}"
+    assert el < AT_ONCE, f"first access with a wrong password took {el:.1f} s"
+    n1 = len([l for l in m.log_text().splitlines() if not l.startswith("# ")])
+    for pause in (0, 1.5, 2.5):  # again, at once and after the back-off: same answer, no noise
+        time.sleep(pause)
+        _, err, el = timed(os.stat, os.path.join(u, "x"), bound=OP_BOUND + 10)
+        assert errno_of(err) == errno.EACCES, f"access after {pause} s: {err!r}"
+        assert el < AT_ONCE, f"access after {pause} s took {el:.1f} s"
+    assert read_file(os.path.join(m.mnt, "local", "l")) == b"local\n"
+    text = m.log_text()
+    lines = [l for l in text.splitlines() if not l.startswith("# ")]
+    bad = [l for l in lines if re.search(r"warn|error", l, re.I)]
+    assert len(bad) == 1, "expected exactly one warning/error line:\n" + "\n".join(bad)
+    assert re.search(one_line, bad[0]), "the line does not say why:\n" + bad[0]
+    assert len(lines) == n1, "new log lines after the first failure:\n" + "\n".join(lines[n1:])
+    assert wrong not in text and "0123" not in text, "the password shows in the log"
+    stop_or_fail(m)
+
+
+# ---- large files (issues 5 and 6) --------------------------------------------------------------
+
+def shared_tree_or_skip(trees, kind, tag):
+    need_module(kind)
+    env = read_servers_env()
+    if not env.get(URI_KEY[kind]) or not env.get(DIR_KEY[kind]):
+        pytest.skip(f"{kind}: no shared server (scripts/test-servers start)")
+    return trees(env, kind, tag)
+
+
+def write_pattern(path, size, seed):
+    """`size` bytes, each MiB different (its index in front of a random block); returns the
+    sha256."""
+    base = bytearray(os.urandom(MiB))
+    h = hashlib.sha256()
+    with open(path, "wb") as f:
+        for i in range(size // MiB):
+            base[0:16] = struct.pack("<QQ", seed, i)
+            f.write(base)
+            h.update(base)
+    return h.hexdigest()
+
+
+def sha_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            b = f.read(4 * MiB)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()
+
+
+@pytest.mark.parametrize("kind", ["nfs3", "nfs4", "smb"])
+def test_1gib_copy_in_and_out(trees, tmp_path, mount_factory, kind):
+    t = shared_tree_or_skip(trees, kind, f"big-{os.getpid()}-{kind}-{tmp_path.name}")
+    src = str(tmp_path / "src.bin")
+    out = str(tmp_path / "out.bin")
+    try:
+        digest = write_pattern(src, GiB, 1)
+        ns = ns_text([("/r", [t.uri], None)])
+        m = mount_factory(ns_text=ns, name="in").start()
+        t0 = time.monotonic()
+        subprocess.run(["cp", src, os.path.join(m.mnt, "r", "big")], check=True, timeout=600)
+        t_in = time.monotonic() - t0
+        stop_or_fail(m)  # unmount: nothing of the file stays in this mount's page cache
+        assert os.path.getsize(os.path.join(t.dir, "big")) == GiB
+        assert sha_file(os.path.join(t.dir, "big")) == digest, "server copy differs"
+        m2 = mount_factory(ns_text=ns, name="out").start()
+        t0 = time.monotonic()
+        subprocess.run(["cp", os.path.join(m2.mnt, "r", "big"), out], check=True, timeout=600)
+        t_out = time.monotonic() - t0
+        stop_or_fail(m2)
+        assert sha_file(out) == digest, "copied out differs"
+        print(f"{kind}: 1 GiB in {t_in:.1f} s ({GiB / MiB / t_in:.0f} MiB/s), "
+              f"out {t_out:.1f} s ({GiB / MiB / t_out:.0f} MiB/s)")
+    finally:
+        for p in (src, out):
+            if os.path.exists(p):
+                os.unlink(p)
+
+
+@pytest.mark.parametrize("kind", ["nfs3", "nfs4", "smb"])
+def test_two_readers_at_once(trees, tmp_path, mount_factory, kind):
+    t = shared_tree_or_skip(trees, kind, f"two-{os.getpid()}-{kind}-{tmp_path.name}")
+    size = 256 * MiB
+    digests = {n: write_pattern(os.path.join(t.dir, n), size, s)
+               for s, n in enumerate(("one", "two"))}
+    m = mount_factory(ns_text=ns_text([("/r", [t.uri], None)])).start()
+    t0 = time.monotonic()
+    procs = {n: subprocess.Popen(["sha256sum", os.path.join(m.mnt, "r", n)],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for n in digests}
+    results, ends = {}, {}
+    for n, p in procs.items():
+        try:
+            o, e = p.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            for q in procs.values():
+                q.kill()
+            pytest.fail(f"{kind}: reading two files at once did not finish in 300 s")
+        ends[n] = time.monotonic() - t0
+        assert p.returncode == 0, f"sha256sum {n}: {e}"
+        results[n] = o.split()[0]
+    assert results == digests
+    print(f"{kind}: two 256 MiB files read at once in {max(ends.values()):.1f} s")
+    stop_or_fail(m)

@@ -1,0 +1,322 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Permissions as plain users (issue 8): the mount runs with allow_other,default_permissions
+(conftest.Mount), CI runs as root, so the tests act as USER_A / USER_B of posix_util (created
+once per session) and compare each call with the same call by the same user on a native
+directory: EACCES, EPERM of chmod/chown/utimes on another user's file, sticky directories,
+ownership of new files on the backing directory, supplementary groups, the umask, setuid/setgid
+clearing by unprivileged writes and chown.
+
+SMB locations have no POSIX owners or directory modes (posix_util.POSIX_CAPS: owners and
+dir_modes "fixed"): every object shows the daemon's uid/gid, directories 0755, so a plain user
+may read but never create there; the tests assert exactly that on smb."""
+
+import errno
+import os
+import stat
+
+import pytest
+
+from posix_util import (P, UTIME_NOW, UTIME_OMIT, create_file, open_close, Parity, psupports,
+                        utimensat, with_fd, write_at)
+from posix_util import users_fixture  # noqa: F401 (fixtures)
+
+
+@pytest.fixture
+def upar(mounted, users):
+    """A Parity whose root any user may write in (0777)."""
+    return Parity(mounted, mode=0o777)
+
+
+def posix_owners(par):
+    return psupports(par.kind, "owners") and psupports(par.kind, "dir_modes")
+
+
+def smb_user_cannot_create(par, user):
+    """The documented behaviour where owners and directory modes are fixed: the root shows
+    dir-mode 0755 owned by the daemon's user, so the kernel refuses a plain user's create."""
+    assert stat.S_IMODE(os.stat(par.mroot).st_mode) == 0o755
+    par.expect(errno.EACCES, open_close, P("new"), os.O_CREAT | os.O_WRONLY, user=user)
+    par.expect(errno.EACCES, os.mkdir, P("newdir"), user=user)
+    # and reading is allowed (others r-x, files 0644)
+    par.each(create_file, P("readable"), b"r")
+    par.expect(None, open_close, P("readable"), os.O_RDONLY, user=user)
+    par.expect(errno.EACCES, open_close, P("readable"), os.O_WRONLY, user=user)
+
+
+def test_new_files_owned_by_caller(upar, users):
+    """Files, directories, symlinks and fifos a user creates belong to the user (uid and
+    primary gid), through the mount and on the backing directory (DESIGN §6)."""
+    par, a = upar, users["a"]
+    if not posix_owners(par):
+        smb_user_cannot_create(par, a)
+        return
+    par.same(create_file, P("f"), b"data", user=a, expect="ok")
+    par.same(os.mkdir, P("d"), user=a, expect="ok")
+    made = ["f", "d"]
+    if par.m.supports("symlink"):
+        par.same(os.symlink, "f", P("l"), user=a, expect="ok")
+        made.append("l")
+    if par.m.supports("fifo"):
+        par.same(os.mkfifo, P("p"), user=a, expect="ok")
+        made.append("p")
+    for rel in made:
+        par.stat_same(rel, ("type", "uid", "gid"))
+        st = os.lstat(par.dp(rel))
+        assert (st.st_uid, st.st_gid) == (a.uid, a.gid), \
+            f"{rel} on the backing directory belongs to {st.st_uid}:{st.st_gid}"
+    # in a setgid directory the group comes from the directory (and subdirs inherit setgid)
+    par.each(os.mkdir, P("sg"))
+    par.each(os.chown, P("sg"), 0, users["group"])
+    par.each(os.chmod, P("sg"), 0o2777)
+    par.same(create_file, P("sg/f"), b"x", user=a, expect="ok")
+    par.same(os.mkdir, P("sg/d"), user=a, expect="ok")
+    par.stat_same("sg/f", ("type", "perm", "uid", "gid"))
+    par.stat_same("sg/d", ("type", "perm", "uid", "gid"))
+    assert os.lstat(par.dp("sg/f")).st_gid == users["group"]
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o027, 0o077, 0o000, 0o777])
+def test_umask(upar, users, mask):
+    par, a = upar, users["a"]
+    if not posix_owners(par):
+        smb_user_cannot_create(par, a)
+        return
+    par.same(open_close, P("f"), os.O_CREAT | os.O_WRONLY, 0o666, user=a, umask=mask)
+    par.same(open_close, P("x"), os.O_CREAT | os.O_WRONLY, 0o777, user=a, umask=mask)
+    par.same(os.mkdir, P("d"), 0o777, user=a, umask=mask)
+    par.same(os.mkdir, P("s"), 0o1777, user=a, umask=mask)
+    for rel in ("f", "x", "d", "s"):
+        par.stat_same(rel, ("type", "perm"))
+    if par.m.supports("fifo"):
+        par.same(os.mkfifo, P("p"), 0o666, user=a, umask=mask)
+        par.stat_same("p", ("type", "perm"))
+
+
+def test_eacces(upar, users):
+    """Search, read and write permission of directories and files of another user."""
+    par, a, b = upar, users["a"], users["b"]
+    for d, mode in (("priv", 0o700), ("ro", 0o755), ("noexec", 0o666), ("nowrite", 0o555)):
+        par.each(os.mkdir, P(d))
+        par.each(create_file, P(f"{d}/f"), b"data")
+        par.each(os.chmod, P(f"{d}/f"), 0o644)
+        par.each(os.chown, P(d), b.uid, b.gid)
+        par.each(os.chmod, P(d), mode)
+    for f, mode in (("mine0", 0o000), ("theirs600", 0o600), ("theirs644", 0o644)):
+        par.each(create_file, P(f), b"data")
+        par.each(os.chown, P(f), a.uid if f == "mine0" else b.uid, -1)
+        par.each(os.chmod, P(f), mode)
+    if not posix_owners(par):
+        # directory modes are not stored: every directory is 0755 of the daemon's user
+        par.expect(None, os.listdir, P("priv"), user=a)
+        par.expect(None, open_close, P("priv/f"), os.O_RDONLY, user=a)
+        par.expect(errno.EACCES, open_close, P("ro/new"), os.O_CREAT | os.O_WRONLY, user=a)
+        par.expect(errno.EACCES, open_close, P("theirs644"), os.O_WRONLY, user=a)
+        return
+    for call in ((os.listdir, P("priv")), (open_close, P("priv/f"), os.O_RDONLY),
+                 (os.stat, P("priv/f")), (os.mkdir, P("priv/new")),
+                 (open_close, P("ro/new"), os.O_CREAT | os.O_WRONLY), (os.unlink, P("ro/f")),
+                 (os.rename, P("ro/f"), P("ro/g")), (os.mkdir, P("nowrite/new")),
+                 (os.rename, P("nowrite/f"), P("moved")), (os.stat, P("noexec/f")),
+                 (open_close, P("noexec/f"), os.O_RDONLY),
+                 (open_close, P("mine0"), os.O_RDONLY), (open_close, P("theirs600"), os.O_RDONLY),
+                 (open_close, P("theirs644"), os.O_WRONLY),
+                 (open_close, P("theirs644"), os.O_RDONLY | os.O_TRUNC),
+                 (os.truncate, P("theirs644"), 0)):
+        par.same(*call, user=a, expect=errno.EACCES)
+    # what is allowed
+    par.same(os.listdir, P("ro"), user=a, expect="ok")
+    par.same(open_close, P("ro/f"), os.O_RDONLY, user=a, expect="ok")
+    par.same(os.listdir, P("noexec"), user=a, expect="ok")  # names, no attributes
+    par.same(open_close, P("theirs644"), os.O_RDONLY, user=a, expect="ok")
+    # and root may do all of it (CAP_DAC_OVERRIDE)
+    par.same(os.listdir, P("priv"), expect="ok")
+    par.same(open_close, P("mine0"), os.O_RDWR, expect="ok")
+
+
+def test_eperm_on_others_files(upar, users):
+    """chmod, chown and setting explicit times are the owner's (pjdfstest chmod/07, chown/07,
+    utimensat/05-07)."""
+    par, a, b = upar, users["a"], users["b"]
+    par.each(create_file, P("theirs"), b"x")
+    par.each(os.chown, P("theirs"), b.uid, b.gid)
+    par.each(os.chmod, P("theirs"), 0o644)
+    par.each(create_file, P("shared"), b"x")
+    par.each(os.chown, P("shared"), b.uid, b.gid)
+    par.each(os.chmod, P("shared"), 0o666)
+    par.same(os.chmod, P("theirs"), 0o777, user=a, expect=errno.EPERM)
+    par.same(os.chown, P("theirs"), a.uid, -1, user=a, expect=errno.EPERM)
+    par.same(os.chown, P("theirs"), -1, users["group"], user=a, expect=errno.EPERM)
+    # times: explicit values only by the owner; "now" by anyone who may write
+    t = (1_000_000_000, 0)
+    par.same(utimensat, P("theirs"), t, t, user=a, expect=errno.EPERM)
+    par.same(utimensat, P("theirs"), (0, UTIME_NOW), (0, UTIME_NOW), user=a,
+             expect=errno.EACCES)
+    par.same(utimensat, P("theirs"), None, None, user=a, expect=errno.EACCES)
+    par.same(utimensat, P("theirs"), (0, UTIME_OMIT), (0, UTIME_OMIT), user=a, expect="ok")
+    if psupports(par.kind, "owners") and par.m.supports("chmod"):
+        par.same(utimensat, P("shared"), t, t, user=a, expect=errno.EPERM)
+        par.same(utimensat, P("shared"), (0, UTIME_NOW), (0, UTIME_NOW), user=a, expect="ok")
+        par.same(utimensat, P("shared"), None, None, user=a, expect="ok")
+    else:  # "shared" shows 0644 of the daemon's user: "now" is refused too
+        par.expect(errno.EACCES, utimensat, P("shared"), None, None, user=a)
+
+
+def test_chown_by_owner(upar, users):
+    """A plain owner may change the group to one of its groups, nothing else (pjdfstest
+    chown/00, chown/07); that clears setuid and setgid (Linux)."""
+    par, a, b = upar, users["a"], users["b"]
+    par.each(create_file, P("mine"), b"x")
+    par.each(os.chown, P("mine"), a.uid, a.gid)
+    if not psupports(par.kind, "owners"):  # shows the daemon's user: not a's
+        par.expect(errno.EPERM, os.chown, P("mine"), -1, users["group"], user=a)
+        return
+    par.same(os.chown, P("mine"), -1, users["group"], user=a, expect="ok")
+    par.stat_same("mine", ("uid", "gid"))
+    assert os.lstat(par.dp("mine")).st_gid == users["group"]
+    par.same(os.chown, P("mine"), -1, b.gid, user=a, expect=errno.EPERM)
+    par.same(os.chown, P("mine"), b.uid, -1, user=a, expect=errno.EPERM)
+    par.same(os.chown, P("mine"), a.uid, -1, user=a, expect="ok")  # to itself: allowed
+    par.same(os.chown, P("mine"), -1, -1, user=a, expect="ok")
+    for mode in (0o6755, 0o6745, 0o4755):
+        par.same(os.chmod, P("mine"), mode, user=a, expect="ok")
+        par.same(os.chown, P("mine"), -1, a.gid, user=a, expect="ok")
+        par.stat_same("mine", ("perm", "uid", "gid"))
+
+
+def test_chmod_setgid_by_non_member(upar, users):
+    """An owner who is not in the file's group may chmod g+s, but the bit is dropped (Linux);
+    the sticky bit on a file is kept."""
+    par, a, b = upar, users["a"], users["b"]
+    par.each(create_file, P("f"), b"x")
+    par.each(os.chown, P("f"), a.uid, b.gid)
+    if not psupports(par.kind, "owners"):
+        par.expect(errno.EPERM, os.chmod, P("f"), 0o2755, user=a)
+        return
+    for mode in (0o2755, 0o6755, 0o1644, 0o4700):
+        par.same(os.chmod, P("f"), mode, user=a, expect="ok")
+        par.stat_same("f", ("perm",))
+    # a member of the group keeps it
+    par.each(os.chown, P("f"), a.uid, users["group"])
+    par.same(os.chmod, P("f"), 0o2755, user=a, expect="ok")
+    par.stat_same("f", ("perm",))
+
+
+@pytest.mark.parametrize("how", ["write", "truncate", "ftruncate", "owner-write"])
+def test_setid_cleared_by_unprivileged_write(upar, users, how):
+    """pjdfstest chmod/12: a write or truncate by a user without CAP_FSETID clears setuid, and
+    setgid when group-executable, of the file."""
+    par, a = upar, users["a"]
+    par.each(create_file, P("f"), b"data")
+    if how == "owner-write":
+        par.each(os.chown, P("f"), a.uid, a.gid)
+    par.each(os.chmod, P("f"), 0o6777)
+    if not psupports(par.kind, "special_bits"):
+        # no setid bits to clear; root's file shows 0644 of the daemon's user: not writable
+        par.expect(errno.EACCES, open_close, P("f"), os.O_WRONLY, user=a)
+        return
+    if how in ("write", "owner-write"):
+        par.same(with_fd, P("f"), os.O_WRONLY, write_at, b"DA", 0, user=a, expect="ok")
+    elif how == "truncate":
+        par.same(os.truncate, P("f"), 2, user=a, expect="ok")
+    else:
+        par.same(with_fd, P("f"), os.O_RDWR, os.ftruncate, 2, user=a, expect="ok")
+    par.stat_same("f", ("perm", "size"))
+    # 02767: setgid without group execute (mandatory locking mark) is not cleared by a write
+    par.each(os.chmod, P("f"), 0o2767)
+    par.same(with_fd, P("f"), os.O_WRONLY, write_at, b"x", 0, user=a, expect="ok")
+    par.stat_same("f", ("perm",))
+
+
+def test_sticky_directory(upar, users):
+    """In a sticky directory only the owner of an entry, of the directory, or root may remove
+    or rename it (pjdfstest unlink/11, rename/21, rmdir/11)."""
+    par, a, b = upar, users["a"], users["b"]
+    par.each(os.mkdir, P("s"))
+    par.each(os.chmod, P("s"), 0o1777)
+    if not posix_owners(par):
+        # the sticky bit is not stored and the directory shows 0755: nobody but root writes
+        assert stat.S_IMODE(os.stat(par.mp("s")).st_mode) == 0o755
+        par.expect(errno.EACCES, create_file, P("s/fa"), b"a", user=a)
+        return
+    par.same(create_file, P("s/fa"), b"a", user=a, expect="ok")
+    par.same(create_file, P("s/fb"), b"b", user=b, expect="ok")
+    par.same(os.mkdir, P("s/db"), user=b, expect="ok")
+    par.same(os.unlink, P("s/fb"), user=a, expect=errno.EPERM)
+    par.same(os.rename, P("s/fb"), P("s/moved"), user=a, expect=errno.EPERM)
+    par.same(os.rename, P("s/fa"), P("s/fb"), user=a, expect=errno.EPERM)  # over b's file
+    par.same(os.rmdir, P("s/db"), user=a, expect=errno.EPERM)
+    par.same(os.rename, P("s/fa"), P("s/fa2"), user=a, expect="ok")
+    par.same(os.unlink, P("s/fa2"), user=a, expect="ok")
+    par.same(os.unlink, P("s/fb"), user=b, expect="ok")
+    # the directory's owner may remove anybody's entries
+    par.same(create_file, P("s/fb"), b"b", user=b, expect="ok")
+    par.each(os.chown, P("s"), a.uid, a.gid)
+    par.same(os.unlink, P("s/fb"), user=a, expect="ok")
+    par.same(os.rmdir, P("s/db"), user=a, expect="ok")
+    assert os.listdir(par.dp("s")) == []
+
+
+def test_supplementary_groups(upar, users):
+    """Group permission applies through supplementary groups; the group class, once it
+    matches, is final even when "others" would allow more."""
+    par, a, b, g = upar, users["a"], users["b"], users["group"]
+    assert g in a.groups and a.gid != g
+    for name, mode in (("g-r", 0o040), ("g-none", 0o604), ("g-rw", 0o060)):
+        par.each(create_file, P(name), b"x")
+        par.each(os.chown, P(name), 0, g)
+        par.each(os.chmod, P(name), mode)
+    par.each(os.mkdir, P("gdir"))
+    par.each(os.chown, P("gdir"), 0, g)
+    par.each(os.chmod, P("gdir"), 0o070)
+    if not posix_owners(par):
+        # group and modes are not stored: files show 0644/0444 of the daemon's group
+        par.expect(None, open_close, P("g-none"), os.O_RDONLY, user=a)
+        par.expect(errno.EACCES, open_close, P("g-rw"), os.O_WRONLY, user=a)
+        return
+    par.same(open_close, P("g-r"), os.O_RDONLY, user=a, expect="ok")
+    par.same(open_close, P("g-r"), os.O_RDONLY, user=b, expect=errno.EACCES)
+    par.same(open_close, P("g-none"), os.O_RDONLY, user=a, expect=errno.EACCES)
+    par.same(open_close, P("g-none"), os.O_RDONLY, user=b, expect="ok")
+    par.same(with_fd, P("g-rw"), os.O_WRONLY, write_at, b"y", user=a, expect="ok")
+    par.same(create_file, P("gdir/new"), b"n", user=a, expect="ok")
+    par.same(create_file, P("gdir/new2"), b"n", user=b, expect=errno.EACCES)
+    par.stat_same("gdir/new", ("uid", "gid"))
+
+
+def test_protected_hardlinks(upar, users):
+    """fs.protected_hardlinks: a user may not link to a file it could not write."""
+    par, a, b = upar, users["a"], users["b"]
+    if not par.m.supports("hardlink") or not posix_owners(par):
+        return  # test_posix_link.py checks the errno
+    par.each(create_file, P("theirs"), b"x")
+    par.each(os.chown, P("theirs"), b.uid, b.gid)
+    par.each(os.chmod, P("theirs"), 0o600)
+    with open("/proc/sys/fs/protected_hardlinks") as f:
+        protected = f.read().strip() == "1"
+    par.same(os.link, P("theirs"), P("mine"), user=a,
+             expect=errno.EPERM if protected else "ok")
+
+
+def test_caller_groups_not_user_database(upar, users):
+    """The caller's own supplementary groups count, not those the user database lists for its
+    uid (newgrp, sg, setgroups(2) by services, a membership changed since login): DESIGN §6
+    "the caller's fsuid/fsgid/groups". pjdfstest chown/00 and chown/05 act this way."""
+    par, a, b, g = upar, users["a"], users["b"], users["group"]
+    assert g not in b.groups
+    with_g = [b.gid, g]
+    par.each(os.mkdir, P("gdir"))
+    par.each(os.chown, P("gdir"), 0, g)
+    par.each(os.chmod, P("gdir"), 0o770)
+    par.each(create_file, P("mine"), b"x")
+    par.each(os.chown, P("mine"), b.uid, b.gid)
+    if not posix_owners(par):  # "mine" shows the daemon's uid: not b's
+        par.expect(errno.EPERM, os.chown, P("mine"), -1, g, user=b, groups=with_g)
+        return
+    par.same(os.chown, P("mine"), -1, g, user=b, groups=with_g, expect="ok")
+    par.stat_same("mine", ("uid", "gid"))
+    par.same(create_file, P("gdir/new"), b"n", user=b, groups=with_g, expect="ok")
+    par.same(os.mkdir, P("gdir/sub"), user=b, groups=with_g, expect="ok")
+    par.stat_same("gdir/new", ("uid", "gid"))
+    # and a group the database lists but the process dropped gives nothing
+    par.same(open_close, P("gdir/a-new"), os.O_CREAT | os.O_WRONLY, user=a, groups=[a.gid],
+             expect=errno.EACCES)
