@@ -453,6 +453,32 @@ def mount_factory(tmp_path):
         pytest.fail("\n".join(problems), pytrace=False)
 
 
+# Fixtures of the fault and junction modules that start servers of a kind themselves.
+_FIXTURE_KINDS = {"smb445": ("smb",), "private_nfs": ("nfs3",), "priv": ("nfs3", "smb")}
+
+
+@pytest.fixture(autouse=True)
+def _requested_kinds_only(request):
+    """Tests that need a kind of server FEDFUSE_TEST_BACKENDS does not name are not run (the
+    kinds a run covers are chosen in one place)."""
+    wanted = requested_kinds()
+    if wanted is None:
+        return
+    needs = set()
+    params = getattr(getattr(request.node, "callspec", None), "params", {})
+    for key in ("kind", "nfs_kind"):
+        if params.get(key) in KINDS:
+            needs.add(params[key])
+    if "nfs_kind" in params:
+        needs.add("smb")  # failover from NFS to an SMB replica
+    for name, kinds in _FIXTURE_KINDS.items():
+        if name in request.fixturenames and not (needs & set(kinds)):
+            needs.update(kinds)
+    missing = sorted(needs - set(wanted))
+    if missing:
+        pytest.skip(f"FEDFUSE_TEST_BACKENDS does not name {', '.join(missing)}")
+
+
 @pytest.fixture(autouse=True)
 def _record_nodeid(request, record_property):
     # run-pytest turns the junit report into TAP and names each test by its node id.
