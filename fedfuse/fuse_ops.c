@@ -472,19 +472,47 @@ static void ff_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	op_end(&op);
 }
 
+/* Before rmdir on a path-named backend: the inode the kernel holds for that directory, if any,
+ * with its attributes. */
+static struct ff_inode *dir_to_remove(struct op *op, const char *name, struct stat *st)
+{
+	struct ff_mount *m = op->t.mnt;
+	struct ff_inode *inode;
+	ff_node *node;
+
+	if (!(m->be->caps & FF_CAP_PATH_NODES) ||
+	    ops_of(m)->lookup(m->ctx, &op->h.cred, op->t.bnode, name, &node, st) < 0)
+		return NULL;
+	ops_of(m)->forget(m->ctx, node);
+	inode = ff_itab_find(op->s->itab, m->index, st->st_dev, st->st_ino);
+	return inode && S_ISDIR(st->st_mode) ? inode : NULL;
+}
+
 static void ff_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	struct ff_inode *victim = NULL;
+	struct stat vst;
 	struct op op;
 	int rc;
 
 	rc = op_begin(req, parent, true, &op);
 	if (rc == 0)
 		rc = check_ns_name(&op, op.inode, name);
+	if (rc == 0)
+		victim = dir_to_remove(&op, name, &vst);
 	if (rc == 0) {
 		rc = ops_of(op.t.mnt)->rmdir ? ops_of(op.t.mnt)->rmdir(op.t.mnt->ctx, &op.h.cred,
 									 op.t.bnode, name)
 					     : -EPERM;
 		rc = op_account(&op, FF_OP_REMOVE, rc);
+	}
+	if (rc == 0 && victim) {
+		g_mutex_lock(&victim->lock);
+		victim->removed = true;
+		victim->removed_st = vst;
+		victim->removed_st.st_nlink = 0;
+		victim->removed_st.st_ino = victim->ino;
+		g_mutex_unlock(&victim->lock);
 	}
 	reply_err(req, rc);
 	op_end(&op);
@@ -651,18 +679,26 @@ static void ff_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	op_end(&op);
 }
 
-/* A per-thread buffer for backends that cannot splice. */
+/* A per-thread buffer for backends that cannot splice, freed when the thread ends. */
+struct io_buf {
+	size_t cap;
+	char data[];
+};
+
+static GPrivate io_buf_key = G_PRIVATE_INIT(g_free);
+
 static char *io_buffer(size_t size)
 {
-	static __thread char *buf;
-	static __thread size_t cap;
+	struct io_buf *b = g_private_get(&io_buf_key);
 
-	if (size > cap) {
-		g_free(buf);
-		cap = MAX(size, (size_t)MAX_IO);
-		buf = g_malloc(cap);
+	if (!b || size > b->cap) {
+		size_t cap = MAX(size, (size_t)MAX_IO);
+
+		b = g_malloc(sizeof(*b) + cap);
+		b->cap = cap;
+		g_private_replace(&io_buf_key, b);
 	}
-	return buf;
+	return b->data;
 }
 
 static void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

@@ -62,6 +62,11 @@ struct ff_inode {
 	 * the hidden name is removed at last close. */
 	struct ff_inode *hidden_parent;
 	char *hidden_name;
+	/* A directory of a path-named backend removed through the mount: it has no name to be
+	 * reached by any more, so it answers with its last attributes (st_nlink 0) and an empty
+	 * listing, as a removed directory does on a local filesystem. */
+	bool removed;
+	struct stat removed_st;
 };
 
 /* Called when an inode leaves the table (its last lookup was forgotten), without the table

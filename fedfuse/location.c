@@ -180,6 +180,7 @@ void ff_mounts_free(struct ff_mounts *mounts)
 
 		if (m->ctx && m->be->ops->unmount)
 			m->be->ops->unmount(m->ctx);
+		g_free((char *)m->loc.spec.credentials); /* our copy; the namespace owns its own */
 		ff_location_clear(&m->loc);
 		g_free(m->key);
 		g_free(m->ns_path);

@@ -71,10 +71,11 @@ static struct ff_inode *intern(struct ff_state *s, struct ff_mount *mnt, ff_node
 	struct ff_inode *inode = ff_itab_intern(s->itab, mnt, mnt->index, st->st_dev, st->st_ino,
 						bnode, st->st_mode, &created);
 
-	if (!created && inode->bnode != bnode) {
-		/* Seen before: keep the node the inode has; a path-named backend learns the newest
-		 * path, which is the one the kernel now uses. */
-		if (mnt->be->ops->relink)
+	if (!created) {
+		/* Seen before: keep the node the inode has (a path-named backend learns the newest
+		 * path, which is the one the kernel now uses) and drop the new reference, which may
+		 * well be to the same node. */
+		if (inode->bnode != bnode && mnt->be->ops->relink)
 			mnt->be->ops->relink(mnt->ctx, inode->bnode, bnode);
 		mnt->be->ops->forget(mnt->ctx, bnode);
 	}
@@ -506,6 +507,14 @@ int ff_resolve_getattr(struct ff_state *s, const struct ff_cred *cred, struct ff
 
 	if (ff_control_is_control(inode->ino))
 		return ff_control_getattr(s, inode->ino, st, timeout);
+	g_mutex_lock(&inode->lock);
+	if (inode->removed) {
+		*st = inode->removed_st;
+		*timeout = 0;
+	}
+	g_mutex_unlock(&inode->lock);
+	if (inode->removed)
+		return 0;
 	rc = ff_target_get(s, cred, inode, &t);
 	if (rc < 0)
 		return rc;

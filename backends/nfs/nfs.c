@@ -43,6 +43,7 @@ struct nfs_handle {
 struct nfs_dent {
 	char *name;
 	struct stat st;
+	bool full; /* st is complete (else the core looks the name up itself) */
 };
 
 struct nfs_dir {
@@ -175,10 +176,59 @@ static int nfs_check(const struct ff_location_spec *spec, char **msg)
 
 /* ---- helpers --------------------------------------------------------------------------------- */
 
+static char *pnode_path(struct nfs_loc *loc, struct ff_pathnode *pn, const char *child)
+{
+	return ff_pathtree_path(loc->tree, *loc->prefix ? loc->prefix : NULL, pn, child);
+}
+
 static char *node_path(struct nfs_loc *loc, ff_node *node, const char *child)
 {
-	return ff_pathtree_path(loc->tree, *loc->prefix ? loc->prefix : NULL, nfs_pnode(node),
-				child);
+	return pnode_path(loc, nfs_pnode(node), child);
+}
+
+/* A new node reference for the core, taking over the path node reference `pn`. */
+static ff_node *node_new(struct ff_pathnode *pn)
+{
+	ff_node *node = g_new0(ff_node, 1);
+
+	node->pn = pn;
+	return node;
+}
+
+/* Remember a directory's attributes, for when it is gone (see node_gone()). */
+static void node_seen(struct nfs_loc *loc, ff_node *node, const struct stat *st)
+{
+	if (!S_ISDIR(st->st_mode))
+		return;
+	g_mutex_lock(&loc->node_lock);
+	if (!node->dir_st)
+		node->dir_st = g_new(struct stat, 1);
+	*node->dir_st = *st;
+	g_mutex_unlock(&loc->node_lock);
+}
+
+/* Attributes of a node whose name was removed through this mount (no path reaches it): a
+ * directory removed while open (or some process's cwd) still answers fstat(), with st_nlink 0,
+ * as on a local filesystem. Anything else is stale. (Files removed while open are renamed to a
+ * hidden name by the core instead.) */
+static int node_gone(struct nfs_loc *loc, ff_node *node, struct stat *st)
+{
+	int rc = -ESTALE;
+
+	g_mutex_lock(&loc->node_lock);
+	if (node->dir_st) {
+		*st = *node->dir_st;
+		st->st_nlink = 0;
+		rc = 0;
+	}
+	g_mutex_unlock(&loc->node_lock);
+	return rc;
+}
+
+/* A new node reference for `name` in `parent`. */
+static ff_node *child_node(struct nfs_loc *loc, ff_node *parent, const char *name)
+{
+	return node_new(ff_pathtree_child(loc->tree, nfs_pnode(parent), name));
 }
 
 /* The path from the server's (pseudo) root, for our own NFSv4 COMPOUNDs. */
@@ -240,7 +290,9 @@ struct op {
 	gint64 deadline;
 };
 
-static int op_begin(struct op *op, struct nfs_loc *loc, const struct ff_cred *cred)
+/* Lease a context of the caller; `avoid`: see nfs_conn_get(). */
+static int op_begin_avoid(struct op *op, struct nfs_loc *loc, const struct ff_cred *cred,
+			  const void *avoid)
 {
 	struct nfs_ident id;
 	int rc;
@@ -248,15 +300,34 @@ static int op_begin(struct op *op, struct nfs_loc *loc, const struct ff_cred *cr
 	op->loc = loc;
 	op->deadline = nfs_deadline(loc);
 	nfs_ident_from_cred(&id, cred);
-	rc = nfs_conn_get(loc, &id, op->deadline, &op->conn);
+	rc = nfs_conn_get(loc, &id, op->deadline, avoid, &op->conn);
 	op->nfs = rc ? NULL : op->conn->nfs;
 	return rc;
+}
+
+static int op_begin(struct op *op, struct nfs_loc *loc, const struct ff_cred *cred)
+{
+	return op_begin_avoid(op, loc, cred, NULL);
 }
 
 static int op_end(struct op *op, int rc)
 {
 	nfs_conn_put(op->conn, rc);
 	return rc;
+}
+
+static int setattr_path(struct op *op, const char *path, const struct stat *attr, int to_set,
+			struct stat *st);
+
+/* After opening `path` with O_TRUNC: libnfs 4.0 truncates only when opening for writing, Linux
+ * also for O_RDONLY (the kernel has checked that the caller may write). */
+static int open_truncate(struct op *op, const char *path, int flags)
+{
+	struct stat attr = { .st_size = 0 }, st;
+
+	if (!(flags & O_TRUNC) || (flags & O_ACCMODE) != O_RDONLY)
+		return 0;
+	return setattr_path(op, path, &attr, FUSE_SET_ATTR_SIZE, &st);
 }
 
 /* ---- mount ----------------------------------------------------------------------------------- */
@@ -271,6 +342,7 @@ static void loc_free(struct nfs_loc *loc)
 	g_free(loc->prefix);
 	if (loc->tree)
 		ff_pathtree_free(loc->tree);
+	g_mutex_clear(&loc->node_lock);
 	g_free(loc);
 }
 
@@ -347,6 +419,7 @@ static int nfs_mount_loc(const struct ff_location_spec *spec, const struct ff_no
 	if (loc->timeout_ms < 100)
 		loc->timeout_ms = 100;
 	loc->read_only = spec->read_only;
+	g_mutex_init(&loc->node_lock);
 	nfs_pool_init(loc);
 	rc = mount_probe(loc, spec->path, msg);
 	if (rc)
@@ -375,7 +448,7 @@ static int nfs_root(void *l, const struct ff_cred *cred, ff_node **node, struct 
 {
 	struct nfs_loc *loc = l;
 	struct ff_pathnode *root = ff_pathtree_root(loc->tree);
-	char *path = node_path(loc, (ff_node *)root, NULL);
+	char *path = pnode_path(loc, root, NULL);
 	struct op op;
 	int rc;
 
@@ -385,10 +458,12 @@ static int nfs_root(void *l, const struct ff_cred *cred, ff_node **node, struct 
 	rc = op_end(&op, do_lstat(loc, op.nfs, path, st));
 out:
 	g_free(path);
-	if (rc)
+	if (rc) {
 		ff_pathtree_unref(loc->tree, root);
-	else
-		*node = (ff_node *)root;
+	} else {
+		*node = node_new(root);
+		node_seen(loc, *node, st);
+	}
 	return rc;
 }
 
@@ -406,8 +481,10 @@ static int nfs_lookup(void *l, const struct ff_cred *cred, ff_node *parent, cons
 	if (rc)
 		goto out_free;
 	rc = op_end(&op, do_lstat(loc, op.nfs, path, st));
-	if (rc == 0)
-		*node = (ff_node *)ff_pathtree_child(loc->tree, nfs_pnode(parent), name);
+	if (rc == 0) {
+		*node = child_node(loc, parent, name);
+		node_seen(loc, *node, st);
+	}
 out_free:
 	g_free(path);
 	return rc;
@@ -418,6 +495,8 @@ static void nfs_forget(void *l, ff_node *node)
 	struct nfs_loc *loc = l;
 
 	ff_pathtree_unref(loc->tree, nfs_pnode(node));
+	g_free(node->dir_st);
+	g_free(node);
 }
 
 static void nfs_relink(void *l, ff_node *keep, ff_node *fresh)
@@ -448,25 +527,37 @@ static int handle_begin(struct nfs_loc *loc, struct nfs_handle *h, gint64 deadli
 		if (rc != -ENOTCONN)
 			return rc;
 		/* retired: its fh goes with it (closing it would only wait on a dead server) */
+		nfs_conn_opened(h->conn, h->node, false);
+		nfs_conn_orphan(h->conn, h->fh);
 		nfs_conn_unref(h->conn);
 		h->conn = NULL;
 		h->fh = NULL;
 	}
-	path = node_path(loc, (ff_node *)h->node, NULL);
+	path = pnode_path(loc, h->node, NULL);
 	if (!path)
 		return -ESTALE;
-	rc = nfs_conn_get(loc, &h->ident, deadline, &conn);
-	if (rc)
-		goto out_free;
-	rc = nfs_open(conn->nfs, path, open_flags(h->flags), &h->fh);
-	if (rc < 0) {
+	/* A second try when the context's NFSv4 state is gone (it is retired): see
+	 * nfs_open_file(). */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		bool lost;
+
+		rc = nfs_conn_get(loc, &h->ident, deadline, h->node, &conn);
+		if (rc)
+			break;
+		rc = nfs_open(conn->nfs, path, open_flags(h->flags), &h->fh);
+		if (rc == 0) {
+			nfs_conn_ref(conn);
+			nfs_conn_opened(conn, h->node, true);
+			h->conn = conn;
+			break;
+		}
 		rc = nfs_map_error(conn->nfs, rc);
+		lost = nfs_error_lost_state(conn->nfs);
 		nfs_conn_put(conn, rc);
-		goto out_free;
+		h->fh = NULL;
+		if (!lost)
+			break;
 	}
-	nfs_conn_ref(conn);
-	h->conn = conn;
-out_free:
 	g_free(path);
 	return rc;
 }
@@ -492,6 +583,7 @@ static struct nfs_handle *handle_new(struct nfs_loc *loc, struct nfs_conn *conn,
 	h->fh = fh;
 	h->node = nfs_pnode(node);
 	ff_pathtree_ref(loc->tree, h->node);
+	nfs_conn_opened(conn, h->node, true);
 	nfs_ident_from_cred(&h->ident, cred);
 	h->flags = flags & (O_ACCMODE | O_SYNC | O_DSYNC);
 	h->append = flags & O_APPEND;
@@ -513,11 +605,17 @@ static int nfs_open_file(void *l, const struct ff_cred *cred, ff_node *node, int
 	for (int attempt = 0; attempt < 2; attempt++) {
 		bool lost;
 
-		rc = op_begin(&op, loc, cred);
+		rc = op_begin_avoid(&op, loc, cred, nfs_pnode(node));
 		if (rc)
 			break;
 		rc = nfs_open(op.nfs, path, open_flags(flags) | (flags & O_TRUNC), &fh);
 		if (rc == 0) {
+			rc = open_truncate(&op, path, flags);
+			if (rc) {
+				nfs_close(op.nfs, fh);
+				op_end(&op, rc);
+				break;
+			}
 			*fhp = handle_new(loc, op.conn, fh, node, cred, flags);
 			op_end(&op, 0);
 			break;
@@ -560,6 +658,7 @@ static int nfs_create_file(void *l, const struct ff_cred *cred, ff_node *parent,
 	struct nfs_loc *loc = l;
 	char *path = node_path(loc, parent, name);
 	struct nfsfh *fh = NULL;
+	struct ff_pathnode *pn;
 	bool made = true;
 	ff_node *node;
 	struct op op;
@@ -567,7 +666,8 @@ static int nfs_create_file(void *l, const struct ff_cred *cred, ff_node *parent,
 
 	if (!path)
 		return -ESTALE;
-	rc = op_begin(&op, loc, cred);
+	pn = ff_pathtree_child(loc->tree, nfs_pnode(parent), name); /* becomes the node */
+	rc = op_begin_avoid(&op, loc, cred, pn);
 	if (rc)
 		goto out_free;
 	/* Exclusive first: the kernel calls create() for names it believes absent. Without O_EXCL
@@ -576,7 +676,7 @@ static int nfs_create_file(void *l, const struct ff_cred *cred, ff_node *parent,
 	rc = nfs_create(op.nfs, path, open_flags(flags) | O_CREAT | O_EXCL, mode & 07777, &fh);
 	if (rc < 0 && nfs_error_lost_state(op.nfs)) { /* see nfs_open_file() */
 		op_end(&op, nfs_map_error(op.nfs, rc));
-		rc = op_begin(&op, loc, cred);
+		rc = op_begin_avoid(&op, loc, cred, pn);
 		if (rc)
 			goto out_free;
 		rc = nfs_create(op.nfs, path, open_flags(flags) | O_CREAT | O_EXCL, mode & 07777,
@@ -585,6 +685,14 @@ static int nfs_create_file(void *l, const struct ff_cred *cred, ff_node *parent,
 	if (rc == -EEXIST && !(flags & O_EXCL)) {
 		made = false;
 		rc = nfs_open(op.nfs, path, open_flags(flags) | (flags & O_TRUNC), &fh);
+		if (rc == 0) {
+			rc = open_truncate(&op, path, flags);
+			if (rc) {
+				nfs_close(op.nfs, fh);
+				op_end(&op, rc);
+				goto out_free;
+			}
+		}
 	}
 	if (rc < 0) {
 		rc = op_end(&op, nfs_map_error(op.nfs, rc));
@@ -610,11 +718,13 @@ static int nfs_create_file(void *l, const struct ff_cred *cred, ff_node *parent,
 		op_end(&op, rc);
 		goto out_free;
 	}
-	node = (ff_node *)ff_pathtree_child(loc->tree, nfs_pnode(parent), name);
+	node = node_new(g_steal_pointer(&pn));
 	*fhp = handle_new(loc, op.conn, fh, node, cred, flags);
 	*nodep = node;
 	op_end(&op, 0);
 out_free:
+	if (pn)
+		ff_pathtree_unref(loc->tree, pn);
 	g_free(path);
 	return rc;
 }
@@ -762,8 +872,14 @@ static int nfs_release_file(void *l, void *fhv)
 			 * close. */
 			if (rc < 0 && nfs_error_lost_state(h->conn->nfs))
 				rc = 0;
-		} else if (rc == -ENOTCONN) {
-			rc = 0;
+			nfs_conn_opened(h->conn, h->node, false);
+		} else {
+			/* not closed: freed with its context (the server forgets the open when
+			 * its lease expires) */
+			nfs_conn_opened(h->conn, h->node, false);
+			nfs_conn_orphan(h->conn, h->fh);
+			if (rc == -ENOTCONN)
+				rc = 0;
 		}
 		nfs_conn_unref(h->conn);
 	}
@@ -795,10 +911,12 @@ static int nfs_getattr(void *l, const struct ff_cred *cred, ff_node *node, void 
 		return rc;
 	}
 	if (!path)
-		return -ESTALE;
+		return node_gone(loc, node, st);
 	rc = op_begin(&op, loc, cred);
 	if (rc == 0)
 		rc = op_end(&op, do_lstat(loc, op.nfs, path, st));
+	if (rc == 0)
+		node_seen(loc, node, st);
 	g_free(path);
 	return rc;
 }
@@ -843,8 +961,11 @@ static int setattr_v3(struct op *op, const char *path, const struct stat *attr, 
 				if (want && now) {
 					gettimeofday(&tv[i], NULL);
 				} else {
-					tv[i].tv_sec = ts->tv_sec;
-					tv[i].tv_usec = ts->tv_nsec / 1000;
+					struct timespec v = *ts;
+
+					nfs3_time_clamp(&v);
+					tv[i].tv_sec = v.tv_sec;
+					tv[i].tv_usec = v.tv_nsec / 1000;
 				}
 			}
 			rc = nfs_lutimes(nfs, path, tv);
@@ -853,11 +974,33 @@ static int setattr_v3(struct op *op, const char *path, const struct stat *attr, 
 	return rc < 0 ? nfs_map_error(nfs, rc) : 0;
 }
 
+static int setattr_path(struct op *op, const char *path, const struct stat *attr, int to_set,
+			struct stat *st)
+{
+	struct nfs_loc *loc = op->loc;
+	bool have_st = false;
+	int rc;
+
+	if (loc->version == 4) {
+		char *full = v4_path(loc, path);
+
+		rc = nfs4_setattr(loc, op->nfs, full, attr, to_set, st);
+		g_free(full);
+		return rc;
+	}
+	rc = nfs3_setattr(op->nfs, path, attr, to_set, st, &have_st);
+	if (rc == -EACCES) /* e.g. the mount's root is not readable: libnfs' way */
+		rc = setattr_v3(op, path, attr, to_set);
+	if (rc == 0 && !have_st)
+		rc = do_lstat(loc, op->nfs, path, st);
+	return rc;
+}
+
 static int nfs_setattr(void *l, const struct ff_cred *cred, ff_node *node, void *fh,
 		       const struct stat *attr, int to_set, struct stat *st)
 {
 	struct nfs_loc *loc = l;
-	char *path = node_path(loc, node, NULL), *full;
+	char *path = node_path(loc, node, NULL);
 	struct op op;
 	int rc;
 
@@ -866,20 +1009,9 @@ static int nfs_setattr(void *l, const struct ff_cred *cred, ff_node *node, void 
 	rc = op_begin(&op, loc, cred);
 	if (rc)
 		goto out_free;
-	if (loc->version == 4) {
-		full = v4_path(loc, path);
-		rc = nfs4_setattr(loc, op.nfs, full, attr, to_set, st);
-		g_free(full);
-	} else {
-		bool have_st = false;
-
-		rc = nfs3_setattr(op.nfs, path, attr, to_set, st, &have_st);
-		if (rc == -EACCES) /* e.g. the mount's root is not readable: libnfs' way */
-			rc = setattr_v3(&op, path, attr, to_set);
-		if (rc == 0 && !have_st)
-			rc = do_lstat(loc, op.nfs, path, st);
-	}
-	op_end(&op, rc);
+	rc = op_end(&op, setattr_path(&op, path, attr, to_set, st));
+	if (rc == 0)
+		node_seen(loc, node, st);
 out_free:
 	g_free(path);
 	return rc;
@@ -927,14 +1059,26 @@ out_free:
 
 /* ---- namespace changes ----------------------------------------------------------------------- */
 
+/* Did the last call fail because its arguments did not fit? libnfs 4.0 encodes every call but
+ * WRITE into a 4096-byte buffer, so a symlink target of more than about 3.9 KB (less the path)
+ * cannot be sent: NFSv3 says "Failed to send SYMLINK call", NFSv4 "Failed to encode". */
+static bool call_too_big(struct nfs_context *nfs)
+{
+	const char *msg = nfs_get_error(nfs);
+
+	return msg && (strstr(msg, "Failed to encode") || strstr(msg, "Failed to send SYMLINK"));
+}
+
 /* After a create-style call: the new object's attributes and node. */
 static int created(struct op *op, ff_node *parent, const char *name, const char *path,
 		   ff_node **node, struct stat *st)
 {
 	int rc = do_lstat(op->loc, op->nfs, path, st);
 
-	if (rc == 0 && node)
-		*node = (ff_node *)ff_pathtree_child(op->loc->tree, nfs_pnode(parent), name);
+	if (rc == 0 && node) {
+		*node = child_node(op->loc, parent, name);
+		node_seen(op->loc, *node, st);
+	}
 	return rc;
 }
 
@@ -966,8 +1110,7 @@ static int nfs_mknod_node(void *l, const struct ff_cred *cred, ff_node *parent, 
 					  st);
 			g_free(full);
 			if (rc == 0)
-				*node = (ff_node *)ff_pathtree_child(loc->tree, nfs_pnode(parent),
-								     name);
+				*node = child_node(loc, parent, name);
 			goto out_end;
 		}
 	} else if (!S_ISFIFO(mode) && !S_ISSOCK(mode) && !S_ISCHR(mode) && !S_ISBLK(mode)) {
@@ -978,10 +1121,19 @@ static int nfs_mknod_node(void *l, const struct ff_cred *cred, ff_node *parent, 
 		rc = nfs4_mknod(loc, op.nfs, full, mode, rdev, st);
 		g_free(full);
 		if (rc == 0)
-			*node = (ff_node *)ff_pathtree_child(loc->tree, nfs_pnode(parent), name);
+			*node = child_node(loc, parent, name);
 		goto out_end;
 	} else {
 		rc = nfs_mknod(op.nfs, path, (int)mode, (int)rdev);
+		if (rc == 0 && (mode & 07000)) {
+			/* libnfs 4.0 sends the permission bits only: set the others after */
+			struct stat attr = { .st_mode = mode & 07777 };
+			bool have_st;
+
+			rc = nfs3_setattr(op.nfs, path, &attr, FUSE_SET_ATTR_MODE, st, &have_st);
+			if (rc)
+				goto out_end;
+		}
 	}
 	rc = rc < 0 ? nfs_map_error(op.nfs, rc) : created(&op, parent, name, path, node, st);
 out_end:
@@ -1026,7 +1178,10 @@ static int nfs_symlink_node(void *l, const struct ff_cred *cred, const char *tar
 	if (rc)
 		goto out_free;
 	rc = nfs_symlink(op.nfs, target, path);
-	rc = rc < 0 ? nfs_map_error(op.nfs, rc) : created(&op, parent, name, path, node, st);
+	if (rc < 0)
+		rc = call_too_big(op.nfs) ? -ENAMETOOLONG : nfs_map_error(op.nfs, rc);
+	else
+		rc = created(&op, parent, name, path, node, st);
 	op_end(&op, rc);
 out_free:
 	g_free(path);
@@ -1046,11 +1201,27 @@ static int nfs_link_node(void *l, const struct ff_cred *cred, ff_node *node, ff_
 	rc = op_begin(&op, loc, cred);
 	if (rc)
 		goto out_free;
-	/* libnfs resolves oldpath following a final symlink: refuse rather than link its target. */
 	rc = do_lstat(loc, op.nfs, oldpath, st);
-	if (rc == 0 && S_ISLNK(st->st_mode))
-		rc = -EPERM;
-	if (rc == 0) {
+	if (rc == 0 && S_ISLNK(st->st_mode)) {
+		/* libnfs resolves oldpath following a final symlink: link the symlink itself
+		 * with a LINK of our own, as link(2) does. */
+		char *dir = node_path(loc, newparent, NULL);
+
+		if (!dir) {
+			rc = -ESTALE;
+		} else if (loc->version == 4) {
+			char *from = v4_path(loc, oldpath), *to = v4_path(loc, dir);
+
+			rc = nfs4_link(loc, op.nfs, from, to, newname);
+			g_free(from);
+			g_free(to);
+		} else {
+			rc = nfs3_link(op.nfs, oldpath, dir, newname);
+		}
+		g_free(dir);
+		if (rc == 0)
+			rc = do_lstat(loc, op.nfs, newpath, st);
+	} else if (rc == 0) {
 		rc = nfs_link(op.nfs, oldpath, newpath);
 		rc = rc < 0 ? nfs_map_error(op.nfs, rc) : do_lstat(loc, op.nfs, newpath, st);
 	}
@@ -1137,12 +1308,13 @@ static void dent_free(gpointer p)
 	g_free(d);
 }
 
-static int add_dent(void *arg, const char *name, const struct stat *st)
+static int add_dent(void *arg, const char *name, const struct stat *st, bool full)
 {
 	struct nfs_dent *d = g_new(struct nfs_dent, 1);
 
 	d->name = g_strdup(name);
 	d->st = *st;
+	d->full = full;
 	g_ptr_array_add(arg, d);
 	return 0;
 }
@@ -1175,12 +1347,10 @@ static int list_dir(struct nfs_loc *loc, const struct ff_cred *cred, ff_node *no
 	char *path = node_path(loc, node, NULL), *full;
 	struct nfsdir *dir;
 	struct op op;
-	int rc;
+	int rc = 0;
 
-	if (!path) {
-		rc = -ESTALE;
+	if (!path) /* removed through this mount (while open): it lists nothing */
 		goto out_free;
-	}
 	rc = op_begin(&op, loc, cred);
 	if (rc)
 		goto out_free;
@@ -1201,7 +1371,7 @@ static int list_dir(struct nfs_loc *loc, const struct ff_cred *cred, ff_node *no
 		if (strcmp(e->name, ".") == 0 || strcmp(e->name, "..") == 0)
 			continue;
 		stat_from_dirent(e, &st);
-		add_dent(ents, e->name, &st);
+		add_dent(ents, e->name, &st, true);
 	}
 	nfs_closedir(op.nfs, dir);
 	/* libnfs 4.0 prepends each entry it receives: restore the server's order */
@@ -1262,8 +1432,10 @@ static int nfs_readdir_node(void *l, const struct ff_cred *cred, ff_node *node, 
 		ff_node *child = NULL;
 		int r;
 
-		if (plus)
-			child = (ff_node *)ff_pathtree_child(loc->tree, nfs_pnode(node), e->name);
+		if (plus && e->full) {
+			child = child_node(loc, node, e->name);
+			node_seen(loc, child, &e->st);
+		}
 		r = fill(buf, e->name, &e->st, (off_t)i + 1, child);
 		if (r == 1)
 			break;

@@ -4,7 +4,8 @@
  * libnfs contexts (one TCP connection and one mount each, never used by two threads at once),
  * the error table, and the NFSv4 COMPOUNDs we build ourselves where libnfs 4.0 falls short.
  *
- * Lock order: nfs_handle.lock, then nfs_pool.lock, then the path tree's lock (pathnode.c).
+ * Lock order: nfs_handle.lock, then nfs_pool.lock, then the path tree's lock (pathnode.c);
+ * nfs_loc.node_lock is taken alone.
  * No lock but nfs_handle.lock is ever held across network I/O.
  */
 #ifndef FEDFUSE_NFS_H
@@ -53,6 +54,11 @@ struct nfs_conn {
 	bool suspect;	   /* a sync call quit its loop on nfs_service() failure (conn_free) */
 	gint64 idle_since; /* monotonic µs */
 	uint64_t readmax, writemax;
+	/* Under pool.lock: the struct nfsfh * that file handles left here unclosed (the context
+	 * was retired), freed with it; and, NFSv4 only, struct ff_pathnode * -> how many file
+	 * handles have that file open on this context. */
+	GSList *orphans;
+	GHashTable *opens;
 };
 
 struct nfs_pool {
@@ -72,15 +78,25 @@ struct nfs_loc {
 	char *prefix;	  /* a directory below mount_path ("" for none) for every node path */
 	int timeout_ms;
 	bool read_only;
-	dev_t root_dev; /* st_dev of the location's root */
+	dev_t root_dev;	  /* st_dev of the location's root */
+	GMutex node_lock; /* ff_node.dir_st */
 	struct ff_pathtree *tree;
 	struct nfs_pool pool;
 };
 
-/* A node is a path node: the object named by its path below the location's root. */
+/* A node reference: one reference to a path node (pathnode.c), the object named by its path
+ * below the location's root. Each reference handed to the core is an object of its own, even
+ * when two name the same path node: the core tells references apart by their address (when a
+ * lookup returns the very node an inode already holds, it keeps one and forgets nothing). */
+struct ff_node {
+	struct ff_pathnode *pn;
+	struct stat *dir_st; /* a directory's attributes when last seen (under loc->node_lock):
+			      * what fstat() of it shows, with st_nlink 0, once it is removed */
+};
+
 static inline struct ff_pathnode *nfs_pnode(ff_node *node)
 {
-	return (struct ff_pathnode *)node;
+	return node->pn;
 }
 
 /* ---- nfs_errno.c ----------------------------------------------------------------------------- */
@@ -105,9 +121,14 @@ void nfs_pool_destroy(struct nfs_loc *loc);
 void nfs_ident_from_cred(struct nfs_ident *id, const struct ff_cred *cred);
 /* Lease a context for `id`: an idle one, a new one (mounting it), or the next one freed. Fails
  * with -ETIMEDOUT at `deadline` (monotonic µs). The context's RPC timeout is set to what is
- * left until the deadline. */
+ * left until the deadline. With `avoid` (a file about to be opened over NFSv4), prefer a context
+ * that does not have it open already: libnfs 4.0 has one open-owner per context, so a second
+ * OPEN of a file there shares the first one's state, and the first CLOSE ends both (their
+ * I/O then fails NFS4ERR_OLD_STATEID or NFS4ERR_BAD_STATEID). */
 int nfs_conn_get(struct nfs_loc *loc, const struct nfs_ident *id, gint64 deadline,
-		 struct nfs_conn **conn);
+		 const void *avoid, struct nfs_conn **conn);
+/* Count a file handle with `key` open on `conn` (open), or no longer (!open). */
+void nfs_conn_opened(struct nfs_conn *conn, const void *key, bool open);
 /* Lease this particular context (the one a file handle belongs to). */
 int nfs_conn_lease(struct nfs_conn *conn, gint64 deadline);
 /* End a lease. `err` is the operation's result: an error that shows the connection broken
@@ -116,6 +137,9 @@ void nfs_conn_put(struct nfs_conn *conn, int err);
 /* A file handle's reference: taken while leased, dropped at any time. */
 void nfs_conn_ref(struct nfs_conn *conn);
 void nfs_conn_unref(struct nfs_conn *conn);
+/* Leave `fh` (opened on `conn`, not closed) to be freed when the context is destroyed: a
+ * retired context is never used again, but RPCs it still has pending may point at `fh`. */
+void nfs_conn_orphan(struct nfs_conn *conn, struct nfsfh *fh);
 /* Mount a fresh context outside the pool (mount-time probe); NULL with *err on failure. */
 struct nfs_context *nfs_context_new(struct nfs_loc *loc, const struct nfs_ident *id,
 				    gint64 deadline, int *err, char **msg);
@@ -132,6 +156,11 @@ int nfs_event_loop(struct nfs_context *nfs, const int *done, gint64 deadline);
  * and times in nanoseconds. *have_st tells whether `st` got the attributes after. */
 int nfs3_setattr(struct nfs_context *nfs, const char *path, const struct stat *attr, int to_set,
 		 struct stat *st, bool *have_st);
+/* LINK3 of the object at `path` itself (a symlink is not followed, unlike libnfs 4.0's
+ * nfs_link()) as `newname` in directory `newdir`. */
+int nfs3_link(struct nfs_context *nfs, const char *path, const char *newdir, const char *newname);
+/* Bring a time into what NFSv3 carries (unsigned 32-bit seconds). */
+void nfs3_time_clamp(struct timespec *ts);
 
 /* ---- nfs_v4.c -------------------------------------------------------------------------------- */
 
@@ -153,10 +182,15 @@ ssize_t nfs4_readlink(struct nfs_loc *loc, struct nfs_context *nfs, const char *
  * 4.0's NFSv4 unlink and rmdir both remove whatever has the name. */
 int nfs4_remove(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, bool dir);
 /* READDIR with the attributes we need; libnfs 4.0 returns no fileid (garbage) in its dirents.
- * Calls `cb` for every entry but "." and ".."; one round trip per `maxcount` bytes. */
-typedef int (*nfs4_dirent_fn)(void *arg, const char *name, const struct stat *st);
+ * Calls `cb` for every entry but "." and ".."; one round trip per `maxcount` bytes. `full` is
+ * false for an entry whose attributes the server would not give (`st` then has at most st_ino
+ * and the type). */
+typedef int (*nfs4_dirent_fn)(void *arg, const char *name, const struct stat *st, bool full);
 int nfs4_readdir(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, nfs4_dirent_fn cb,
 		 void *arg);
+/* LINK of the object at `path` itself (never following a symlink) as `newname` in `newdir`. */
+int nfs4_link(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, const char *newdir,
+	      const char *newname);
 /* Write through NFS4_WRITE_CHUNK-byte WRITEs, NFS4_WRITE_DEPTH of them in flight. */
 ssize_t nfs4_pwrite_chunked(struct nfs_context *nfs, struct nfsfh *fh, uint64_t off, size_t size,
 			    const void *buf, gint64 deadline);

@@ -26,6 +26,8 @@
  * (ECONNRESET), while a connection the server closed for idleness is still reopened quietly. */
 #define NFS_RECONNECT_TRIES 2
 void rpc_set_autoreconnect(struct rpc_context *rpc, int num_retries);
+/* Also exported but not declared: frees a struct nfsfh (no I/O); what nfs_close() ends with. */
+void nfs_free_nfsfh(struct nfsfh *nfsfh);
 
 struct nfs_credset {
 	struct nfs_ident id;
@@ -152,13 +154,18 @@ struct nfs_context *nfs_context_new(struct nfs_loc *loc, const struct nfs_ident 
 		goto out_destroy;
 	}
 	nfs_set_auth(nfs, auth);
-	/* libnfs names every context "Libnfs pid:P T" (T in seconds): a second context made in the
-	 * same second would look like the first one rebooted, and the server expire its state. */
-	name = g_strdup_printf("fedfuse %s pid:%d ctx:%u t:%" G_GINT64_FORMAT, g_get_host_name(),
-			       (int)getpid(), (unsigned int)g_atomic_int_add(&context_serial, 1),
-			       g_get_real_time());
-	nfs4_set_client_name(nfs, name);
-	g_free(name);
+	/* libnfs names every context "Libnfs pid:P T" (T in seconds): a second NFSv4 context made in
+	 * the same second would look like the first one rebooted, and the server expire its state.
+	 * NFSv3 has no client identity. libnfs before 6.0 does not free the name it replaces (a
+	 * leak of some 28 bytes per context, suppressed in test/lsan.supp). */
+	if (loc->version == 4) {
+		name = g_strdup_printf("fedfuse %s pid:%d ctx:%u t:%" G_GINT64_FORMAT,
+				       g_get_host_name(), (int)getpid(),
+				       (unsigned int)g_atomic_int_add(&context_serial, 1),
+				       g_get_real_time());
+		nfs4_set_client_name(nfs, name);
+		g_free(name);
+	}
 	nfs_set_dircache(nfs, 0); /* its entries would carry stale attributes */
 	nfs_umask(nfs, 0);	  /* the core has applied the caller's umask */
 	nfs_set_autoreconnect(nfs, -1);
@@ -209,11 +216,16 @@ static void conn_free(struct nfs_conn *conn)
 	 * context would run them. With reconnection on, libnfs fails every pending RPC before its
 	 * nfs_service() fails, so this should not happen; if it seems to, leak the context. (Its
 	 * queue length alone cannot tell: libnfs 4.0 does not uncount RPCs that timed out.) */
-	if (!conn->suspect || nfs_queue_length(conn->nfs) == 0)
+	if (!conn->suspect || nfs_queue_length(conn->nfs) == 0) {
 		nfs_destroy_context(conn->nfs);
-	else
+		g_slist_free_full(conn->orphans, (GDestroyNotify)nfs_free_nfsfh);
+	} else {
 		g_warning("nfs: %s: leaking a context with %d RPCs pending", conn->loc->uri,
 			  nfs_queue_length(conn->nfs));
+		g_slist_free(conn->orphans);
+	}
+	if (conn->opens)
+		g_hash_table_destroy(conn->opens);
 	g_free(conn);
 }
 
@@ -257,8 +269,23 @@ static void free_list(GSList *list)
 	g_slist_free_full(list, (GDestroyNotify)conn_free);
 }
 
+/* Take the most recently used idle context of `set`: with `avoid`, one that does not have that
+ * file open, unless `any`. Called with the pool lock held. */
+static struct nfs_conn *take_idle_locked(struct nfs_credset *set, const void *avoid, bool any)
+{
+	for (GList *l = set->idle.head; l; l = l->next) {
+		struct nfs_conn *conn = l->data;
+
+		if (any || !avoid || !conn->opens || !g_hash_table_contains(conn->opens, avoid)) {
+			g_queue_delete_link(&set->idle, l);
+			return conn;
+		}
+	}
+	return NULL;
+}
+
 int nfs_conn_get(struct nfs_loc *loc, const struct nfs_ident *id, gint64 deadline,
-		 struct nfs_conn **connp)
+		 const void *avoid, struct nfs_conn **connp)
 {
 	struct nfs_pool *pool = &loc->pool;
 	struct nfs_credset *set;
@@ -277,7 +304,24 @@ int nfs_conn_get(struct nfs_loc *loc, const struct nfs_ident *id, gint64 deadlin
 	}
 	reap_locked(pool, set, &dead, false);
 	for (;;) {
-		conn = g_queue_pop_head(&set->idle);
+		conn = take_idle_locked(set, avoid, false);
+		if (!conn) {
+			if (set->count < NFS_CONNS_PER_CRED && pool->total >= NFS_CONNS_PER_LOC) {
+				/* Make room by closing an idle context of another identity. */
+				GHashTableIter it;
+				gpointer k, v;
+
+				g_hash_table_iter_init(&it, pool->sets);
+				while (pool->total >= NFS_CONNS_PER_LOC &&
+				       g_hash_table_iter_next(&it, &k, &v))
+					if (v != set)
+						reap_locked(pool, v, &dead, true);
+			}
+			if (set->count < NFS_CONNS_PER_CRED && pool->total < NFS_CONNS_PER_LOC)
+				break;
+			/* No new one may be made: sharing an open file's state beats waiting. */
+			conn = take_idle_locked(set, avoid, true);
+		}
 		if (conn) {
 			conn->busy = true;
 			g_mutex_unlock(&pool->lock);
@@ -290,19 +334,6 @@ int nfs_conn_get(struct nfs_loc *loc, const struct nfs_ident *id, gint64 deadlin
 			*connp = conn;
 			return 0;
 		}
-		if (set->count < NFS_CONNS_PER_CRED && pool->total >= NFS_CONNS_PER_LOC) {
-			/* Make room by closing an idle context of another identity. */
-			GHashTableIter it;
-			gpointer k, v;
-
-			g_hash_table_iter_init(&it, pool->sets);
-			while (pool->total >= NFS_CONNS_PER_LOC &&
-			       g_hash_table_iter_next(&it, &k, &v))
-				if (v != set)
-					reap_locked(pool, v, &dead, true);
-		}
-		if (set->count < NFS_CONNS_PER_CRED && pool->total < NFS_CONNS_PER_LOC)
-			break;
 		if (!g_cond_wait_until(&pool->cond, &pool->lock, deadline)) {
 			g_mutex_unlock(&pool->lock);
 			free_list(dead);
@@ -319,10 +350,14 @@ int nfs_conn_get(struct nfs_loc *loc, const struct nfs_ident *id, gint64 deadlin
 	conn->set = set;
 	conn->refs = 1;
 	conn->busy = true;
+	if (loc->version == 4)
+		conn->opens = g_hash_table_new(NULL, NULL);
 	conn->nfs = nfs_context_new(loc, id, deadline, &rc, &msg);
 	if (!conn->nfs) {
 		g_debug("nfs: %s", msg ? msg : loc->uri);
 		g_free(msg);
+		if (conn->opens)
+			g_hash_table_destroy(conn->opens);
 		g_free(conn);
 		g_mutex_lock(&pool->lock);
 		set->count--;
@@ -413,6 +448,30 @@ void nfs_conn_unref(struct nfs_conn *conn)
 	g_mutex_unlock(&conn->loc->pool.lock);
 	if (free_it)
 		conn_free(conn);
+}
+
+void nfs_conn_opened(struct nfs_conn *conn, const void *key, bool open)
+{
+	int n;
+
+	if (!conn->opens)
+		return;
+	g_mutex_lock(&conn->loc->pool.lock);
+	n = GPOINTER_TO_INT(g_hash_table_lookup(conn->opens, key)) + (open ? 1 : -1);
+	if (n > 0)
+		g_hash_table_insert(conn->opens, (gpointer)key, GINT_TO_POINTER(n));
+	else
+		g_hash_table_remove(conn->opens, key);
+	g_mutex_unlock(&conn->loc->pool.lock);
+}
+
+void nfs_conn_orphan(struct nfs_conn *conn, struct nfsfh *fh)
+{
+	if (!fh)
+		return;
+	g_mutex_lock(&conn->loc->pool.lock);
+	conn->orphans = g_slist_prepend(conn->orphans, fh);
+	g_mutex_unlock(&conn->loc->pool.lock);
 }
 
 void nfs_pool_destroy(struct nfs_loc *loc)

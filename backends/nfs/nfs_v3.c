@@ -106,6 +106,17 @@ static void lookup_cb(struct rpc_context *rpc, int status, void *data, void *pri
 			    res->LOOKUP3res_u.resok.object.data.data_len);
 }
 
+static void link_cb(struct rpc_context *rpc, int status, void *data, void *private_data)
+{
+	struct v3_call *c = private_data;
+	LINK3res *res = data;
+
+	if (!v3_call_status(c, status, data))
+		return;
+	if (res->status != NFS3_OK)
+		c->err = nfs3_status_errno(res->status);
+}
+
 static void setattr_cb(struct rpc_context *rpc, int status, void *data, void *private_data)
 {
 	struct v3_call *c = private_data;
@@ -200,6 +211,55 @@ static int resolve(struct nfs_context *nfs, const char *path, GByteArray **out)
 	return 0;
 }
 
+int nfs3_link(struct nfs_context *nfs, const char *path, const char *newdir, const char *newname)
+{
+	GByteArray *fh, *dirfh;
+	struct v3_call *c;
+	LINK3args args;
+	int rc;
+
+	rc = resolve(nfs, path, &fh);
+	if (rc)
+		return rc;
+	rc = resolve(nfs, newdir, &dirfh);
+	if (rc)
+		goto out_fh;
+	memset(&args, 0, sizeof(args));
+	args.file.data.data_len = fh->len;
+	args.file.data.data_val = (char *)fh->data;
+	args.link.dir.data.data_len = dirfh->len;
+	args.link.dir.data.data_val = (char *)dirfh->data;
+	args.link.name = (char *)newname;
+	c = g_new0(struct v3_call, 1);
+	if (rpc_nfs3_link_async(nfs_get_rpc_context(nfs), link_cb, &args, c) != 0) {
+		g_free(c);
+		rc = -ENOMEM;
+		goto out_dirfh;
+	}
+	rc = v3_wait(nfs, c);
+	if (!(rc && !c->done)) /* else abandoned: its callback frees it */
+		g_free(c);
+out_dirfh:
+	g_byte_array_free(dirfh, TRUE);
+out_fh:
+	g_byte_array_free(fh, TRUE);
+	return rc;
+}
+
+/* NFSv3 times are unsigned 32-bit seconds (1970 to 2106): clamp what lies outside, as the
+ * kernel does for a filesystem with a narrower range (timestamp_truncate()), rather than let
+ * the seconds wrap to another date. */
+void nfs3_time_clamp(struct timespec *ts)
+{
+	if (ts->tv_sec < 0) {
+		ts->tv_sec = 0;
+		ts->tv_nsec = 0;
+	} else if ((uint64_t)ts->tv_sec > UINT32_MAX) {
+		ts->tv_sec = UINT32_MAX;
+		ts->tv_nsec = 0;
+	}
+}
+
 static void set_time(time_how *how, nfstime3 *t, bool given, bool now, const struct timespec *ts)
 {
 	if (!given) {
@@ -207,9 +267,12 @@ static void set_time(time_how *how, nfstime3 *t, bool given, bool now, const str
 	} else if (now) {
 		*how = SET_TO_SERVER_TIME;
 	} else {
+		struct timespec v = *ts;
+
+		nfs3_time_clamp(&v);
 		*how = SET_TO_CLIENT_TIME;
-		t->seconds = (u_int)ts->tv_sec;
-		t->nseconds = (u_int)ts->tv_nsec;
+		t->seconds = (u_int)v.tv_sec;
+		t->nseconds = (u_int)v.tv_nsec;
 	}
 }
 

@@ -36,6 +36,20 @@ static uint32_t v4_attr_request[2] = {
 		(1u << (FATTR4_TIME_METADATA - 32)) | (1u << (FATTR4_TIME_MODIFY - 32)),
 };
 
+/* The same for READDIR, with rdattr_error: without it a server that cannot give one entry's
+ * attributes (nfs-ganesha: a directory the caller may read but not search) fails the whole
+ * READDIR with NFS4ERR_ACCESS; with it that entry comes with rdattr_error alone (and, from
+ * nfs-ganesha, mounted_on_fileid: its inode number). */
+static uint32_t v4_readdir_request[2] = {
+	(1u << FATTR4_TYPE) | (1u << FATTR4_SIZE) | (1u << FATTR4_FSID) |
+		(1u << FATTR4_RDATTR_ERROR) | (1u << FATTR4_FILEID),
+	(1u << (FATTR4_MODE - 32)) | (1u << (FATTR4_NUMLINKS - 32)) | (1u << (FATTR4_OWNER - 32)) |
+		(1u << (FATTR4_OWNER_GROUP - 32)) | (1u << (FATTR4_RAWDEV - 32)) |
+		(1u << (FATTR4_SPACE_USED - 32)) | (1u << (FATTR4_TIME_ACCESS - 32)) |
+		(1u << (FATTR4_TIME_METADATA - 32)) | (1u << (FATTR4_TIME_MODIFY - 32)) |
+		(1u << (FATTR4_MOUNTED_ON_FILEID - 32)),
+};
+
 /* ---- XDR reading of fattr4 values ------------------------------------------------------------ */
 
 struct xdr_in {
@@ -121,13 +135,16 @@ static mode_t v4_type_mode(uint32_t type)
 	}
 }
 
-/* Decode a fattr4 answering v4_attr_request into `st`. */
-static int decode_fattr4(const fattr4 *fa, struct stat *st)
+/* Decode a fattr4 answering v4_attr_request or v4_readdir_request into `st`. *full (when not
+ * NULL) tells whether the server sent the attributes, rather than an rdattr_error and whatever
+ * it could: then `st` has st_ino and the type if they came, zeros otherwise. */
+static int decode_fattr4(const fattr4 *fa, struct stat *st, bool *full)
 {
 	struct xdr_in x = { (const unsigned char *)fa->attr_vals.attrlist4_val,
 			    (const unsigned char *)fa->attr_vals.attrlist4_val +
 				    fa->attr_vals.attrlist4_len };
-	uint32_t type = NF4REG, mode = 0;
+	uint32_t type = NF4REG, mode = 0, rderr = NFS4_OK;
+	bool have_type = false;
 
 	memset(st, 0, sizeof(*st));
 	st->st_blksize = NFS_XFER_MAX;
@@ -141,6 +158,7 @@ static int decode_fattr4(const fattr4 *fa, struct stat *st)
 		switch (bit) {
 		case FATTR4_TYPE:
 			rc = get_u32(&x, &type);
+			have_type = true;
 			break;
 		case FATTR4_SIZE:
 			rc = get_u64(&x, &u64);
@@ -149,6 +167,9 @@ static int decode_fattr4(const fattr4 *fa, struct stat *st)
 		case FATTR4_FSID:
 			rc = get_u64(&x, &u64) ?: get_u64(&x, &minor);
 			st->st_dev = (dev_t)(u64 ^ (minor << 32 | minor >> 32));
+			break;
+		case FATTR4_RDATTR_ERROR:
+			rc = get_u32(&x, &rderr);
 			break;
 		case FATTR4_FILEID:
 			rc = get_u64(&x, &u64);
@@ -186,13 +207,27 @@ static int decode_fattr4(const fattr4 *fa, struct stat *st)
 		case FATTR4_TIME_MODIFY:
 			rc = get_time(&x, &st->st_mtim);
 			break;
+		case FATTR4_MOUNTED_ON_FILEID: /* after FATTR4_FILEID, which it never replaces */
+			rc = get_u64(&x, &u64);
+			if (st->st_ino == 0)
+				st->st_ino = (ino_t)u64;
+			break;
 		default:
 			return -EPROTO; /* not asked for: its size is unknown */
 		}
 		if (rc)
 			return rc;
 	}
-	st->st_mode = v4_type_mode(type) | (mode & 07777);
+	if (!full) { /* GETATTR, which asks for no rdattr_error */
+		if (rderr != NFS4_OK)
+			return nfs4_status_errno((int)rderr);
+		st->st_mode = v4_type_mode(type) | (mode & 07777);
+		return 0;
+	}
+	*full = rderr == NFS4_OK && have_type;
+	st->st_mode = have_type ? v4_type_mode(type) : 0;
+	if (*full)
+		st->st_mode |= mode & 07777;
 	return 0;
 }
 
@@ -308,27 +343,47 @@ static int v4_run(struct nfs_context *nfs, struct v4_ops *o, v4_decode_fn decode
 	return rc;
 }
 
-static const nfs_resop4 *find_res(COMPOUND4res *res, nfs_opnum4 op)
+/*
+ * Decoded results are read through copies. libnfs' ZDR decoder allocates every variable-length
+ * array and optional-data pointer (resarray, the entry4 list of READDIR) with zdr_malloc(), which
+ * returns the space after a 12-byte header (struct zdr_mem { next; uint32_t size; char buf[]; }
+ * in lib/libnfs-zdr.c, 4.0.0 and later): 4-byte aligned, while nfs_resop4 and entry4 hold
+ * 64-bit values and pointers. Accessing them in place is undefined behaviour; memcpy() is not.
+ */
+static void res_copy(const COMPOUND4res *res, u_int i, nfs_resop4 *out)
 {
-	for (u_int i = 0; i < res->resarray.resarray_len; i++)
-		if (res->resarray.resarray_val[i].resop == op)
-			return &res->resarray.resarray_val[i];
-	return NULL;
+	memcpy(out, (const char *)res->resarray.resarray_val + (size_t)i * sizeof(*out),
+	       sizeof(*out));
+}
+
+/* The result of the first (or, with `last`, the last) `op` in the reply, copied into `out`. */
+static bool find_res(const COMPOUND4res *res, nfs_opnum4 op, bool last, nfs_resop4 *out)
+{
+	bool found = false;
+
+	for (u_int i = 0; i < res->resarray.resarray_len; i++) {
+		nfs_resop4 r;
+
+		res_copy(res, i, &r);
+		if (r.resop != op)
+			continue;
+		*out = r;
+		found = true;
+		if (!last)
+			break;
+	}
+	return found;
 }
 
 static int decode_getattr(struct v4_call *c, COMPOUND4res *res, int first)
 {
-	const nfs_resop4 *r = NULL;
+	nfs_resop4 r;
 
 	/* the last GETATTR (after SETATTR or CREATE, the object's) */
-	for (u_int i = 0; i < res->resarray.resarray_len; i++)
-		if (res->resarray.resarray_val[i].resop == OP_GETATTR)
-			r = &res->resarray.resarray_val[i];
-	if (!r || r->nfs_resop4_u.opgetattr.status != NFS4_OK)
+	if (!find_res(res, OP_GETATTR, true, &r) || r.nfs_resop4_u.opgetattr.status != NFS4_OK)
 		return -EPROTO;
-	return c->arg ? decode_fattr4(
-				&r->nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes,
-				c->arg)
+	return c->arg ? decode_fattr4(&r.nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes,
+				      c->arg, NULL)
 		      : 0;
 }
 
@@ -485,6 +540,40 @@ out_free:
 	return rc;
 }
 
+/* ---- LINK ------------------------------------------------------------------------------------ */
+
+/* PUTROOTFH, LOOKUP <path...>, SAVEFH, PUTROOTFH, LOOKUP <newdir...>, LINK newname: the saved
+ * filehandle is the object (LOOKUP never follows a symlink), the current one the directory. */
+int nfs4_link(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, const char *newdir,
+	      const char *newname)
+{
+	char *dir = g_strdup(newdir), *s;
+	unsigned int extra = 4;
+	struct v4_ops o;
+	int rc;
+
+	for (s = dir; *s; s++)
+		if (*s == '/')
+			extra++;
+	v4_ops_init(&o, path, extra);
+	o.op[o.n++].argop = OP_SAVEFH;
+	o.op[o.n++].argop = OP_PUTROOTFH;
+	for (char *tok = strtok_r(dir, "/", &s); tok; tok = strtok_r(NULL, "/", &s)) {
+		LOOKUP4args *la = &o.op[o.n].nfs_argop4_u.oplookup;
+
+		o.op[o.n++].argop = OP_LOOKUP;
+		la->objname.utf8string_len = (u_int)strlen(tok);
+		la->objname.utf8string_val = tok;
+	}
+	o.op[o.n].argop = OP_LINK;
+	o.op[o.n].nfs_argop4_u.oplink.newname.utf8string_len = (u_int)strlen(newname);
+	o.op[o.n++].nfs_argop4_u.oplink.newname.utf8string_val = (char *)newname;
+	rc = v4_run(nfs, &o, NULL, NULL);
+	v4_ops_free(&o);
+	g_free(dir);
+	return rc;
+}
+
 /* ---- READLINK ------------------------------------------------------------------------------ */
 
 struct readlink_out {
@@ -495,13 +584,13 @@ struct readlink_out {
 
 static int decode_readlink(struct v4_call *c, COMPOUND4res *res, int first)
 {
-	const nfs_resop4 *r = find_res(res, OP_READLINK);
 	struct readlink_out *out = c->arg;
 	const linktext4 *link;
+	nfs_resop4 r;
 
-	if (!r || r->nfs_resop4_u.opreadlink.status != NFS4_OK)
+	if (!find_res(res, OP_READLINK, false, &r) || r.nfs_resop4_u.opreadlink.status != NFS4_OK)
 		return -EPROTO;
-	link = &r->nfs_resop4_u.opreadlink.READLINK4res_u.resok4.link;
+	link = &r.nfs_resop4_u.opreadlink.READLINK4res_u.resok4.link;
 	if (link->utf8string_len > out->size)
 		return -ENAMETOOLONG;
 	memcpy(out->buf, link->utf8string_val, link->utf8string_len);
@@ -580,27 +669,33 @@ struct readdir_state {
 static int decode_readdir(struct v4_call *c, COMPOUND4res *res, int first)
 {
 	struct readdir_state *s = c->arg;
-	const nfs_resop4 *r = find_res(res, OP_READDIR);
 	const READDIR4resok *ok;
+	nfs_resop4 r;
 
-	if (!r || r->nfs_resop4_u.opreaddir.status != NFS4_OK)
+	if (!find_res(res, OP_READDIR, false, &r) || r.nfs_resop4_u.opreaddir.status != NFS4_OK)
 		return -EPROTO;
-	ok = &r->nfs_resop4_u.opreaddir.READDIR4res_u.resok4;
+	ok = &r.nfs_resop4_u.opreaddir.READDIR4res_u.resok4;
 	memcpy(s->verf, ok->cookieverf, sizeof(s->verf));
-	for (const entry4 *e = ok->reply.entries; e; e = e->nextentry) {
-		char *name = g_strndup(e->name.utf8string_val, e->name.utf8string_len);
+	/* each entry4 is zdr_malloc()ed, misaligned: see res_copy() */
+	for (const entry4 *next = ok->reply.entries; next;) {
+		entry4 e;
+		char *name;
 		struct stat st;
+		bool full;
 		int rc;
 
-		s->cookie = e->cookie;
+		memcpy(&e, next, sizeof(e));
+		next = e.nextentry;
+		s->cookie = e.cookie;
+		name = g_strndup(e.name.utf8string_val, e.name.utf8string_len);
 		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strchr(name, '/') ||
 		    !*name) {
 			g_free(name);
 			continue;
 		}
-		rc = decode_fattr4(&e->attrs, &st);
+		rc = decode_fattr4(&e.attrs, &st, &full);
 		if (rc == 0)
-			rc = s->cb(s->arg, name, &st);
+			rc = s->cb(s->arg, name, &st, full);
 		g_free(name);
 		if (rc) {
 			s->stop = rc;
@@ -629,7 +724,7 @@ int nfs4_readdir(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
 		ra->dircount = V4_READDIR_MAXCOUNT;
 		ra->maxcount = V4_READDIR_MAXCOUNT;
 		ra->attr_request.bitmap4_len = 2;
-		ra->attr_request.bitmap4_val = v4_attr_request;
+		ra->attr_request.bitmap4_val = v4_readdir_request;
 		__atomic_fetch_add(&nfs_stat_readdir_rpcs, 1, __ATOMIC_RELAXED);
 		rc = v4_run(nfs, &o, decode_readdir, &s);
 		v4_ops_free(&o);

@@ -22,13 +22,20 @@
 #define SMB_XATTR_MAX (1 << 20)
 #define SMB_BLKSIZE (1 << 20)
 
-/* An open file. It lives on the context that opened it (see struct smb_conn). */
+/*
+ * An open file. It lives on the context that opened it (see struct smb_conn). `file` is NULL
+ * after smb_flush() closed a written SMB handle (see there); the next operation on the handle
+ * opens the file again on the same context, which keeps it counted (nfiles) until release.
+ * `file` and `dirty` change only with the context checked out, or with the gate held for
+ * writing (smb_rename_open()).
+ */
 struct smb_file {
-	struct smb_conn *conn;
+	struct smb_conn *conn; /* NULL: lost across a rename, every operation is EIO */
 	SMBCFILE *file;
 	int flags;		  /* as the caller opened it */
 	struct ff_pathnode *node; /* reference */
 	bool no_fstat;		  /* a write-only SMB handle may not read its attributes */
+	bool dirty;		  /* written through this SMB handle: its close moves mtime */
 	gint64 t0;		  /* start of the running operation (its context is held) */
 };
 
@@ -38,8 +45,9 @@ struct smb_file {
  * Explicit times set on a file while it is open for writing: Samba updates the write time of a
  * written file at close (its delayed write time), over a time set in between through another
  * handle when that came within two seconds of the first write, and libsmbclient can only set
- * times through another handle. So such times are set again after the last writer closes (cp -p,
- * tar x and touch -r on an open file keep their mtime). A write after them cancels that.
+ * times through another handle. So such times are set again after each close of an SMB handle
+ * that wrote (in smb_flush() or smb_release()), until the last writer is released (cp -p, tar x
+ * and touch -r on an open file keep their mtime). A write after them cancels that.
  *
  * The handles themselves: libsmbclient opens without FILE_SHARE_DELETE, so the server refuses to
  * rename an open file (or a directory with open files below). A rename that fails so while
@@ -174,6 +182,36 @@ static int smb_stat_raw(SMBCCTX *ctx, const char *url, struct stat *st)
 	return 0;
 }
 
+/*
+ * Open (or create) a file on a context: the SMB handle, or NULL and *rc. The DOS read-only
+ * attribute refuses every open for writing, root's too (as with mount.cifs). But a handle that
+ * had write access and was closed by us (smb_flush(), a rename) must get it back: with
+ * `regain`, clear the attribute, open, and set it again, as unlink does; the handle keeps its
+ * write access.
+ */
+static SMBCFILE *smb_open_raw(SMBCCTX *ctx, const char *url, int flags, mode_t mode, bool regain,
+			      int *rc)
+{
+	struct stat st;
+	SMBCFILE *f;
+
+	f = smbc_getFunctionOpen(ctx)(ctx, url, flags, mode);
+	if (f)
+		return f;
+	*rc = smb_err(errno);
+	if (!regain || *rc != -EACCES || (flags & O_ACCMODE) == O_RDONLY)
+		return NULL;
+	if (smb_stat_raw(ctx, url, &st) != 0 || !S_ISREG(st.st_mode) || !smb_raw_readonly(&st))
+		return NULL;
+	if (smbc_getFunctionChmod(ctx)(ctx, url, 0644 | S_IXUSR) < 0)
+		return NULL;
+	f = smbc_getFunctionOpen(ctx)(ctx, url, flags, mode);
+	if (!f)
+		*rc = smb_err(errno);
+	smbc_getFunctionChmod(ctx)(ctx, url, 0444 | S_IXUSR);
+	return f;
+}
+
 typedef int (*smb_op_fn)(struct smb_loc *loc, struct smb_conn *conn, void *arg);
 
 /*
@@ -222,18 +260,66 @@ static int smb_run(struct smb_loc *loc, bool for_open, smb_op_fn fn, void *arg)
 	return rc;
 }
 
-/* A handle's operations run on its own context, inside the gate (see struct smb_open_node);
- * a lost connection loses the file: EIO. */
-static int smb_fh_begin(struct smb_loc *loc, struct smb_file *fh)
+/* open(2) flags for libsmbclient (cli_open: access mode, create disposition, O_SYNC as
+ * write-through). Not O_APPEND: libsmbclient would seek to the end once, with an attribute
+ * query a write-only handle may not make; smb_write() appends by itself. */
+static int smb_open_flags(int flags)
 {
-	int rc = -EIO; /* no SMB handle: it could not be opened again after a rename */
+	int out = flags & (O_ACCMODE | O_TRUNC | O_CREAT | O_EXCL);
+
+	if ((flags & O_SYNC) == O_SYNC)
+		out |= O_SYNC;
+	return out;
+}
+
+/* open(2) flags for opening a handle's file again: what it was opened with, less what only
+ * the first open may do. */
+static int smb_reopen_flags(int flags)
+{
+	return smb_open_flags(flags) & ~(O_CREAT | O_EXCL | O_TRUNC);
+}
+
+/* Open fh's file again on its own context (checked out), after smb_flush() closed it. */
+static int smb_fh_reopen(struct smb_loc *loc, struct smb_file *fh)
+{
+	char *url = smb_url(loc, fh->node, NULL);
+	SMBCFILE *f;
+	int rc = 0;
+
+	if (!url)
+		return -ESTALE;
+	f = smb_open_raw(fh->conn->ctx, url, smb_reopen_flags(fh->flags), 0, true, &rc);
+	g_free(url);
+	if (f)
+		fh->file = f;
+	return rc;
+}
+
+/*
+ * A handle's operations run on its own context, inside the gate (see struct smb_open_node);
+ * a lost connection loses the file: EIO. With `need_file`, a handle that smb_flush() closed
+ * is opened again first; a file that went away meanwhile is ESTALE, as NFS clients say.
+ */
+static int smb_fh_begin(struct smb_loc *loc, struct smb_file *fh, bool need_file)
+{
+	int rc = -EIO; /* no context: the file could not be opened again after a rename */
 
 	g_rw_lock_reader_lock(&loc->gate);
-	if (fh->file)
+	if (fh->conn)
 		rc = smb_pool_get_conn(&loc->pool, fh->conn, false);
+	fh->t0 = g_get_monotonic_time();
+	if (rc == 0 && need_file && !fh->file) {
+		rc = smb_classify(loc, fh->conn, smb_fh_reopen(loc, fh), fh->t0);
+		if (rc) {
+			smb_pool_put(&loc->pool, fh->conn, rc);
+			if (smb_err_is_disconnect(rc))
+				rc = -EIO;
+			else if (rc == -ENOENT)
+				rc = -ESTALE;
+		}
+	}
 	if (rc)
 		g_rw_lock_reader_unlock(&loc->gate);
-	fh->t0 = g_get_monotonic_time();
 	return rc;
 }
 
@@ -759,14 +845,15 @@ static void smb_relink(void *loc_, ff_node *keep, ff_node *fresh)
 }
 
 /* Attributes through the handle; a write-only SMB handle has no FILE_READ_ATTRIBUTES, so those
- * go by path on the same context. Called with the handle's context checked out. */
+ * go by path on the same context, as they do for a handle smb_flush() closed. Called with the
+ * handle's context checked out. */
 static int smb_fh_stat(struct smb_loc *loc, struct smb_file *fh, struct stat *st)
 {
 	SMBCCTX *ctx = fh->conn->ctx;
 	char *url;
 	int rc;
 
-	if (!fh->no_fstat) {
+	if (!fh->no_fstat && fh->file) {
 		memset(st, 0, sizeof(*st));
 		if (smbc_getFunctionFstat(ctx)(ctx, fh->file, st) == 0) {
 			smb_fix_stat(loc, st);
@@ -796,7 +883,7 @@ static int smb_getattr(void *loc_, const struct ff_cred *cred, ff_node *node, vo
 	int rc;
 
 	if (fh) {
-		rc = smb_fh_begin(loc, fh);
+		rc = smb_fh_begin(loc, fh, false);
 		if (rc)
 			return rc;
 		rc = smb_fh_stat(loc, fh, st);
@@ -828,9 +915,9 @@ static int smb_truncate_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg
 	SMBCFILE *f;
 	int rc = 0;
 
-	f = smbc_getFunctionOpen(ctx)(ctx, a->url, O_WRONLY, 0);
+	f = smb_open_raw(ctx, a->url, O_WRONLY, 0, false, &rc);
 	if (!f)
-		return smb_err(errno);
+		return rc;
 	if (smbc_getFunctionFtruncate(ctx)(ctx, f, a->size) < 0)
 		rc = smb_err(errno);
 	if (smbc_getFunctionClose(ctx)(ctx, f) < 0 && rc == 0)
@@ -858,7 +945,7 @@ static int smb_utimes_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg)
 
 static int smb_fh_truncate(struct smb_loc *loc, struct smb_file *fh, off_t size)
 {
-	int rc = smb_fh_begin(loc, fh);
+	int rc = smb_fh_begin(loc, fh, true);
 
 	if (rc)
 		return rc;
@@ -885,8 +972,26 @@ static void smb_opened(struct smb_loc *loc, struct smb_file *fh)
 	g_mutex_unlock(&loc->wlock);
 }
 
-/* A handle closed; true (and the times) when it was the last writer and times are pending. */
-static bool smb_closed(struct smb_loc *loc, struct smb_file *fh, struct timeval tv[2])
+/* Explicit times are pending on `node`: true, and the times. */
+static bool smb_times_pending(struct smb_loc *loc, struct ff_pathnode *node, struct timeval tv[2])
+{
+	struct smb_open_node *o;
+	bool pending = false;
+
+	g_mutex_lock(&loc->wlock);
+	o = g_hash_table_lookup(loc->open, node);
+	if (o && o->times_pending) {
+		pending = true;
+		tv[0] = o->tv[0];
+		tv[1] = o->tv[1];
+	}
+	g_mutex_unlock(&loc->wlock);
+	return pending;
+}
+
+/* A handle was released; `dirty` when its SMB handle, closed just now, had written. True (and
+ * the times) when pending times must be set again; the last writer forgets them. */
+static bool smb_closed(struct smb_loc *loc, struct smb_file *fh, bool dirty, struct timeval tv[2])
 {
 	struct smb_open_node *o;
 	bool pending = false;
@@ -895,12 +1000,13 @@ static bool smb_closed(struct smb_loc *loc, struct smb_file *fh, struct timeval 
 	o = g_hash_table_lookup(loc->open, fh->node);
 	if (o) {
 		g_ptr_array_remove_fast(o->fhs, fh);
-		if ((fh->flags & O_ACCMODE) != O_RDONLY && --o->writers == 0 && o->times_pending) {
+		if (dirty && o->times_pending) {
 			pending = true;
-			o->times_pending = false;
 			tv[0] = o->tv[0];
 			tv[1] = o->tv[1];
 		}
+		if ((fh->flags & O_ACCMODE) != O_RDONLY && --o->writers == 0)
+			o->times_pending = false;
 		if (o->fhs->len == 0)
 			g_hash_table_remove(loc->open, fh->node);
 	}
@@ -1009,8 +1115,11 @@ static int smb_setattr(void *loc_, const struct ff_cred *cred, ff_node *node, vo
 			a.size = attr->st_size;
 			rc = smb_run(loc, false, smb_truncate_fn, &a);
 		}
+		if (rc == -EINVAL)
+			rc = -EFBIG; /* the server's EFBIG comes back so (the size is >= 0) */
 		if (rc)
 			goto out;
+		smb_times_written(loc, pn(node)); /* it moved mtime, as a write does */
 	}
 	if (to_set & (FUSE_SET_ATTR_MODE | times)) {
 		rc = smb_getattr(loc, cred, node, fh, &cur);
@@ -1049,22 +1158,11 @@ out:
 
 /* ---- files ---------------------------------------------------------------------------------- */
 
-/* open(2) flags for libsmbclient (cli_open: access mode, create disposition, O_SYNC as
- * write-through). Not O_APPEND: libsmbclient would seek to the end once, with an attribute
- * query a write-only handle may not make; smb_write() appends by itself. */
-static int smb_open_flags(int flags)
-{
-	int out = flags & (O_ACCMODE | O_TRUNC | O_CREAT | O_EXCL);
-
-	if ((flags & O_SYNC) == O_SYNC)
-		out |= O_SYNC;
-	return out;
-}
-
 struct smb_open_arg {
 	const char *url;
 	int flags;
 	mode_t mode;
+	bool reopen; /* the handle had this access before (smb_rename_open()) */
 	struct smb_file *fh;
 	struct stat *st; /* create: attributes of the new file */
 };
@@ -1074,19 +1172,20 @@ static int smb_open_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg)
 	struct smb_open_arg *a = arg;
 	SMBCCTX *ctx = conn->ctx;
 	SMBCFILE *f;
+	int rc = 0;
 
-	f = smbc_getFunctionOpen(ctx)(ctx, a->url, a->flags, a->mode);
+	f = smb_open_raw(ctx, a->url, a->flags, a->mode, a->reopen, &rc);
 	if (!f)
-		return smb_err(errno);
+		return rc;
 	a->fh->conn = conn;
 	a->fh->file = f;
+	a->fh->dirty = false;
 	if (a->st) {
 		memset(a->st, 0, sizeof(*a->st));
 		if (smbc_getFunctionFstat(ctx)(ctx, f, a->st) == 0) {
 			smb_fix_stat(loc, a->st);
 		} else {
-			int rc = smb_stat_raw(ctx, a->url, a->st); /* write-only handle */
-
+			rc = smb_stat_raw(ctx, a->url, a->st); /* write-only handle */
 			if (rc) {
 				smbc_getFunctionClose(ctx)(ctx, f);
 				return rc;
@@ -1129,6 +1228,7 @@ static int smb_create(void *loc_, const struct ff_cred *cred, ff_node *parent, c
 {
 	struct smb_loc *loc = loc_;
 	struct smb_open_arg a = { 0 };
+	bool ro;
 	int rc;
 
 	rc = smb_check_name(name);
@@ -1142,7 +1242,28 @@ static int smb_create(void *loc_, const struct ff_cred *cred, ff_node *parent, c
 	a.st = st;
 	a.fh = g_new0(struct smb_file, 1);
 	a.fh->flags = flags;
-	rc = smb_run(loc, true, smb_open_fn, &a);
+	/* A mode without write bits makes the new file read-only (the DOS attribute), as cifs
+	 * does at create; a file that existed keeps its attributes, so find out which it is. */
+	ro = !(mode & 0222);
+	if (ro && !(a.flags & O_EXCL)) {
+		a.flags |= O_EXCL;
+		rc = smb_run(loc, true, smb_open_fn, &a);
+		a.flags &= ~O_EXCL;
+		if (rc == -EEXIST) {
+			ro = false;
+			rc = smb_run(loc, true, smb_open_fn, &a);
+		}
+	} else {
+		rc = smb_run(loc, true, smb_open_fn, &a);
+	}
+	if (rc == 0 && ro) {
+		/* Our handle keeps the write access it was opened with. Best effort: the file
+		 * exists and is open now. */
+		struct smb_path_arg c = { .url = a.url, .mode = 0444 | S_IXUSR };
+
+		if (smb_run(loc, false, smb_chmod_fn, &c) == 0)
+			st->st_mode &= ~(mode_t)0222;
+	}
 	if (rc) {
 		g_free(a.fh);
 	} else {
@@ -1164,7 +1285,7 @@ static ssize_t smb_read(void *loc_, void *fh_, void *buf, size_t size, off_t off
 	SMBCCTX *ctx;
 	int rc;
 
-	rc = smb_fh_begin(loc, fh);
+	rc = smb_fh_begin(loc, fh, true);
 	if (rc)
 		return rc;
 	ctx = fh->conn->ctx;
@@ -1200,11 +1321,12 @@ static ssize_t smb_write(void *loc_, void *fh_, const void *buf, size_t size, of
 	ssize_t n;
 	int rc;
 
-	rc = smb_fh_begin(loc, fh);
+	rc = smb_fh_begin(loc, fh, true);
 	if (rc)
 		return rc;
 	ctx = fh->conn->ctx;
 	smb_times_written(loc, fh->node);
+	fh->dirty = true;
 	if (fh->flags & O_APPEND) {
 		struct stat st;
 
@@ -1220,6 +1342,8 @@ static ssize_t smb_write(void *loc_, void *fh_, const void *buf, size_t size, of
 	n = smbc_getFunctionWrite(ctx)(ctx, fh->file, buf, size);
 	if (n < 0)
 		rc = smb_err(errno);
+	if (rc == -EINVAL)
+		rc = -EFBIG; /* past the largest file the server takes (its EFBIG comes back so) */
 	else if ((size_t)n != size)
 		rc = -EIO; /* cli_writeall writes all or fails */
 out:
@@ -1227,59 +1351,117 @@ out:
 	return rc ? rc : (ssize_t)size;
 }
 
-/*
- * SMB writes are acknowledged by the server before write() returns here, so close has nothing
- * deferred to report; it reports a file whose connection was lost. fsync: libsmbclient 4.17
- * has no SMB2 FLUSH call, so the data is where the server's own policy ("strict sync") puts
- * acknowledged writes; the same check as flush.
- */
-static int smb_flush(void *loc_, void *fh_)
+/* Explicit times of fh's node set again after an SMB handle that wrote was closed: the
+ * server's close moved mtime over them (see struct smb_open_node). Best effort, like close. */
+static void smb_times_reapply(struct smb_loc *loc, struct smb_file *fh, const struct timeval tv[2])
 {
-	struct smb_loc *loc = loc_;
-	struct smb_file *fh = fh_;
-	int rc = smb_fh_begin(loc, fh);
+	struct smb_path_arg a = { .tv = { tv[0], tv[1] } };
+
+	a.url = smb_url(loc, fh->node, NULL);
+	if (a.url)
+		smb_run(loc, false, smb_utimes_fn, &a);
+	g_free((char *)a.url);
+}
+
+/*
+ * close(2). SMB writes are acknowledged by the server before write() returns here, so there is
+ * nothing deferred to report but a lost connection. But the server's view of mtime is: Samba
+ * updates the write time of a written file lazily (its "delayed write time", as Windows does):
+ * when the handle is closed, or two seconds after the first write; until then every stat,
+ * through any handle, shows mtime as it was when the file was opened. FUSE sends RELEASE, where
+ * the handle would be closed, asynchronously after close(2) returns, so `write; close; stat`
+ * showed the old mtime. So a handle that wrote is closed here, in close(2), and opened again on
+ * its own context only if it is used after that (a dup'd descriptor, mmap write-back): the
+ * CLOSE round trip moves from RELEASE into close(2), and nothing is added unless the handle
+ * is used again (one CREATE then). Setting the write time explicitly instead needs this very
+ * handle: a time set by path (all libsmbclient offers) goes through another handle, and the
+ * writer's own close moves mtime once more; setting end-of-file to the current size through
+ * the handle makes Samba update mtime at once, but needs the size first (a stat: two round
+ * trips in all) and would cut what another writer appended in between.
+ *
+ * fsync: libsmbclient 4.17 has no SMB2 FLUSH call, so the data is where the server's own
+ * policy ("strict sync") puts acknowledged writes; it reports a lost connection, as flush, and
+ * settles mtime the same way (a stat after fsync, the file still open, shows the write);
+ * fdatasync leaves mtime alone.
+ */
+static int smb_fh_settle(struct smb_loc *loc, struct smb_file *fh)
+{
+	struct timeval tv[2];
+	SMBCCTX *ctx;
+	bool closed = false;
+	int rc = smb_fh_begin(loc, fh, false);
 
 	if (rc)
 		return rc;
-	return smb_fh_end(loc, fh, 0);
+	if (fh->file && fh->dirty) {
+		ctx = fh->conn->ctx;
+		/* libsmbclient forgets the handle even when the close fails. */
+		if (smbc_getFunctionClose(ctx)(ctx, fh->file) < 0)
+			rc = smb_err(errno);
+		fh->file = NULL;
+		fh->dirty = false;
+		closed = true;
+	}
+	rc = smb_fh_end(loc, fh, rc);
+	if (closed && smb_times_pending(loc, fh->node, tv))
+		smb_times_reapply(loc, fh, tv);
+	return rc;
+}
+
+static int smb_flush(void *loc, void *fh)
+{
+	return smb_fh_settle(loc, fh);
 }
 
 static int smb_fsync(void *loc_, void *fh_, int datasync)
 {
-	return smb_flush(loc_, fh_);
+	struct smb_loc *loc = loc_;
+	struct smb_file *fh = fh_;
+	int rc;
+
+	if (!datasync)
+		return smb_fh_settle(loc, fh);
+	rc = smb_fh_begin(loc, fh, false);
+	if (rc)
+		return rc;
+	return smb_fh_end(loc, fh, 0);
 }
 
 static int smb_release(void *loc_, void *fh_)
 {
 	struct smb_loc *loc = loc_;
 	struct smb_file *fh = fh_;
-	struct smb_path_arg a = { 0 };
 	struct smb_conn *conn;
-	bool times;
-	int rc;
+	struct timeval tv[2];
+	bool dirty = false, times;
+	int rc = 0;
 
-	/* Inside the gate until it has left loc->open: smb_rename_open() must not see it after. */
+	/* Inside the gate until it has left loc->open: smb_rename_open() must not see it after.
+	 * No other operation of this handle runs any more: its fields may be read. */
 	g_rw_lock_reader_lock(&loc->gate);
 	conn = fh->conn;
-	rc = fh->file ? smb_pool_get_conn(&loc->pool, conn, true) : -EIO;
-	if (rc == 0) {
-		/* libsmbclient forgets the handle even when the close fails. */
-		if (smbc_getFunctionClose(conn->ctx)(conn->ctx, fh->file) < 0)
-			rc = smb_err(errno);
-		smb_pool_file_closed(&loc->pool, conn);
-		smb_pool_put(&loc->pool, conn, rc);
+	if (!conn) {
+		rc = -EIO; /* lost across a rename */
 	} else if (fh->file) {
-		/* The connection is gone; freeing the context closes what is left. */
-		smb_pool_file_closed(&loc->pool, conn);
+		rc = smb_pool_get_conn(&loc->pool, conn, true);
+		if (rc == 0) {
+			dirty = fh->dirty;
+			/* libsmbclient forgets the handle even when the close fails. */
+			if (smbc_getFunctionClose(conn->ctx)(conn->ctx, fh->file) < 0)
+				rc = smb_err(errno);
+			smb_pool_file_closed(&loc->pool, conn);
+			smb_pool_put(&loc->pool, conn, rc);
+		} else {
+			/* The connection is gone; freeing the context closes what is left. */
+			smb_pool_file_closed(&loc->pool, conn);
+		}
+	} else {
+		smb_pool_file_closed(&loc->pool, conn); /* smb_flush() closed it */
 	}
-	times = smb_closed(loc, fh, a.tv);
+	times = smb_closed(loc, fh, dirty, tv);
 	g_rw_lock_reader_unlock(&loc->gate);
-	if (times) {
-		a.url = smb_url(loc, fh->node, NULL);
-		if (a.url)
-			smb_run(loc, false, smb_utimes_fn, &a); /* best effort, like the close */
-		g_free((char *)a.url);
-	}
+	if (times)
+		smb_times_reapply(loc, fh, tv);
 	ff_pathtree_unref(loc->tree, fh->node);
 	g_free(fh);
 	return rc;
@@ -1504,13 +1686,14 @@ static int smb_rename_open(struct smb_loc *loc, struct smb_path_arg *a, int rc,
 	for (guint i = 0; i < fhs->len; i++) {
 		struct smb_file *fh = fhs->pdata[i];
 
-		if (!fh->file)
+		if (!fh->conn)
 			continue;
-		if (smb_pool_get_conn(&loc->pool, fh->conn, true) == 0) {
+		if (fh->file && smb_pool_get_conn(&loc->pool, fh->conn, true) == 0) {
 			smbc_getFunctionClose(fh->conn->ctx)(fh->conn->ctx, fh->file);
 			smb_pool_file_closed(&loc->pool, fh->conn);
 			smb_pool_put(&loc->pool, fh->conn, 0);
 		} else {
+			/* Closed by smb_flush() already, or its connection is gone. */
 			smb_pool_file_closed(&loc->pool, fh->conn);
 		}
 		fh->file = NULL;
@@ -1521,12 +1704,12 @@ static int smb_rename_open(struct smb_loc *loc, struct smb_path_arg *a, int rc,
 		ff_pathtree_rename(loc->tree, parent, name, newparent, newname, false);
 	for (guint i = 0; i < fhs->len; i++) {
 		struct smb_file *fh = fhs->pdata[i];
-		struct smb_open_arg o = { .fh = fh };
+		struct smb_open_arg o = { .fh = fh, .reopen = true };
 
 		if (fh->file)
 			continue;
 		o.url = smb_url(loc, fh->node, NULL);
-		o.flags = smb_open_flags(fh->flags) & ~(O_CREAT | O_EXCL | O_TRUNC);
+		o.flags = smb_reopen_flags(fh->flags);
 		if (o.url && smb_run(loc, true, smb_open_fn, &o) != 0)
 			smb_log("%s: a file open across a rename could not be opened again",
 				loc->display);

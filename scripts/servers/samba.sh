@@ -8,6 +8,10 @@
 #            an MS-DFS root (msdfs links in it become referrals)
 #   user   - only the local user fedfusetest (created if missing), whose password is generated
 #            once and kept in $STATE/samba/user.cred (mount.cifs format, mode 0600)
+# Both with "follow symlinks = no": without unix extensions a client cannot see a symlink made
+# on the server, so smbd following one (even one inside the share, like dir -> ..) would lead
+# the client out of the directory a location names. msdfs links are not followed but served as
+# referrals, so they keep working in the guest share.
 # Ports: 4445 by default. FEDFUSE_SMB_PORTS="4445 445" adds 445, which MS-DFS referrals need
 # (their targets carry no port) and so do system.nt_sec_desc.* xattrs (libsmbclient reaches the
 # server's IPC$ on 445/139 whatever the URL's port); the env file records the first port. Start
@@ -92,6 +96,8 @@ samba_write_conf() {
 	ea support = yes
 	store dos attributes = yes
 	msdfs root = yes
+	follow symlinks = no
+	wide links = no
 
 [user]
 	path = $d/user
@@ -100,6 +106,8 @@ samba_write_conf() {
 	read only = no
 	ea support = yes
 	store dos attributes = yes
+	follow symlinks = no
+	wide links = no
 EOF
 	mv "$SAMBA_CONF.tmp" "$SAMBA_CONF"
 }

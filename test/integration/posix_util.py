@@ -52,20 +52,28 @@ from util import errname
 #           filesystems do); False: the server skips it (Samba: an unchanged end of file).
 #   time_range: seconds a timestamp may take: None (any 64-bit time), or (lo, hi) where the
 #           protocol has less room (NFSv3: unsigned 32-bit seconds, as for Linux's client).
+#   root_writes_readonly: True: root opens a file without write bits for writing (Linux);
+#           an errno: the server refuses (SMB: the DOS read-only attribute, as mount.cifs).
+#   sticky_only_dir: True: mkdir(path, 01000) makes a directory; an errno: the server takes a
+#           directory of mode 01000 for an NFSv4 referral (nfs-ganesha 4.3 answers
+#           NFS4ERR_MOVED for it: EREMOTE).
 _POSIX_EXTRA = dict(owners=True, dir_modes=True, special_bits=True, atime=True,
                     dir_nlink=True, rename_noreplace=True, rename_exchange=True,
                     symlink_max=4095, ctime=True, symlink_times=True, time_range=None,
-                    truncate_same_mtime=True)
+                    truncate_same_mtime=True, root_writes_readonly=True, sticky_only_dir=True)
+# libnfs 4.0 encodes every call but WRITE into a 4 KiB buffer: longer symlink targets than
+# about 3.9 KiB cannot be sent (ENAMETOOLONG); 3072 bytes always fit.
 _NFS_EXTRA = dict(_POSIX_EXTRA, rename_noreplace=errno.EINVAL, rename_exchange=errno.EINVAL,
-                  symlink_times=False)
+                  symlink_times=False, symlink_max=3072)
 POSIX_CAPS = {
     "file": dict(CAPS["file"], **_POSIX_EXTRA),
     "nfs3": dict(CAPS["nfs3"], **dict(_NFS_EXTRA, time_range=(0, 1 << 32))),
-    "nfs4": dict(CAPS["nfs4"], **_NFS_EXTRA),
+    "nfs4": dict(CAPS["nfs4"], **dict(_NFS_EXTRA, sticky_only_dir=errno.EREMOTE)),
     "smb": dict(CAPS["smb"], **dict(_POSIX_EXTRA, owners="fixed", dir_modes="fixed",
                                     special_bits=False, dir_nlink=False,
                                     rename_exchange=errno.EINVAL, ctime="mtime",
-                                    truncate_same_mtime=False)),
+                                    truncate_same_mtime=False,
+                                    root_writes_readonly=errno.EACCES)),
 }
 
 
