@@ -131,9 +131,15 @@ class PrivateServers:
                     pass
 
     def freeze(self, *which):
-        """SIGSTOP the server(s): connections stay open, nothing answers."""
+        """SIGSTOP the server(s): connections stay open, nothing answers. Returns once every
+        thread of the server is stopped (a signal is delivered asynchronously: a thread busy
+        on another CPU could otherwise still answer one more request)."""
         for w in which:
             self._signal(w, signal.SIGSTOP)
+        for w in which:
+            pid = self.nfs_pid() if w == "nfs" else self.smb_pid()
+            if pid:
+                _wait_stopped(pid, group=(w != "nfs"))
 
     def cont(self, *which):
         for w in which or ("nfs", "smb"):
@@ -316,3 +322,33 @@ def drop_caches():
 
 
 ERRNAMES = errno.errorcode
+
+
+def _stopped(pid):
+    """Whether every thread of process `pid` is stopped (or the process is gone)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                state = f.read().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in ("T", "t", "Z", "X"):
+            return False
+    return True
+
+
+def _wait_stopped(pid, group=False, timeout=5.0):
+    """Wait until process `pid` (with group: every process of its group) is stopped."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pids = [pid]
+        if group:
+            out = subprocess.run(["pgrep", "-g", str(pid)], capture_output=True, text=True)
+            pids = [int(p) for p in out.stdout.split()] or [pid]
+        if all(_stopped(p) for p in pids):
+            return
+        time.sleep(0.01)
