@@ -225,9 +225,21 @@ static void release_inode(struct ff_inode *inode, void *data)
 static void raise_fd_limit(void)
 {
 	struct rlimit rl;
+	unsigned long nr_open = 0;
+	FILE *f;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	/* Root may go up to the kernel's own limit. */
+	f = geteuid() == 0 ? fopen("/proc/sys/fs/nr_open", "r") : NULL;
+	if (f) {
+		if (fscanf(f, "%lu", &nr_open) == 1 && nr_open > rl.rlim_max)
+			rl.rlim_max = nr_open;
+		fclose(f);
+	}
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max; /* not allowed to raise the hard limit: the soft one */
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 }
