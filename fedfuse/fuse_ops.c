@@ -403,6 +403,8 @@ static void ff_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	op_end(&op);
 }
 
+static void remove_hidden(struct ff_state *s, struct ff_inode *inode);
+
 /*
  * Before `name` in directory `dir` goes away (unlink, or rename over it): on a backend that
  * names objects by path, a file still open through this mount would become unreachable, so it
@@ -449,6 +451,7 @@ static int hide_if_open(struct op *op, struct ff_inode *dir, struct ff_target *d
 	victim->hidden_parent = dir;
 	victim->hidden_name = g_steal_pointer(&hidden);
 	g_mutex_unlock(&victim->lock);
+	remove_hidden(op->s, victim); /* closed meanwhile: its release found no hidden name */
 	return 1;
 }
 
