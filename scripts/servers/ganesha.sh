@@ -4,7 +4,7 @@
 #
 # nfs-ganesha (FSAL VFS) on 127.0.0.1 only, NFS on $GANESHA_NFS_PORT and MOUNT on
 # $GANESHA_MNT_PORT (never 2049), no NLM, no RQUOTA, no UDP, with its configuration, log, pid
-# file, recovery directory and both exported folders under $STATE/ganesha. It needs `rpcbind -w`
+# file, recovery directory and both exported folders under $STATE/ganesha. It needs an rpcbind
 # running first (ganesha registers its programs there even though our clients never ask it).
 #   export 1: $STATE/ganesha/v3, used over NFSv3 by its Path
 #   export 2: $STATE/ganesha/v4, used over NFSv4 by its Pseudo path /fedfuse-v4
@@ -29,18 +29,27 @@ ganesha_pid() {
 	echo "$pid"
 }
 
+# ganesha_rpcbind: make sure an rpcbind answers on its local socket. Ganesha will not start
+# without registering its programs, but nothing of ours asks the portmapper over the network, so
+# ours listens on /run/rpcbind.sock alone: it runs in its own mount namespace, where
+# /etc/netconfig lists the local transports only. (rpcbind -h binds UDP alone, keeps TCP on
+# every address, and 1.2.6 aborts with a double free when -h names 127.0.0.1.)
 ganesha_rpcbind() {
-	if rpcinfo -p 127.0.0.1 >/dev/null 2>&1; then
+	if rpcinfo >/dev/null 2>&1; then
 		return 0
 	fi
 	command -v rpcbind >/dev/null || die "ganesha: rpcbind is not installed"
-	rpcbind -w -h 127.0.0.1 || die "ganesha: cannot start rpcbind"
+	grep -E '^(local|unix)[[:space:]]' /etc/netconfig >"$STATE/netconfig.local" ||
+		die "ganesha: /etc/netconfig has no local transport for rpcbind"
+	unshare --mount --propagation private \
+		sh -c 'mount --bind "$1" /etc/netconfig && exec rpcbind -w' sh "$STATE/netconfig.local" ||
+		die "ganesha: cannot start rpcbind"
 	local i
 	for ((i = 0; i < 50; i++)); do
-		rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && return 0
+		rpcinfo >/dev/null 2>&1 && return 0
 		sleep 0.1
 	done
-	die "ganesha: rpcbind does not answer on 127.0.0.1"
+	die "ganesha: rpcbind does not answer on its local socket"
 }
 
 ganesha_write_conf() {
