@@ -29,27 +29,41 @@ ganesha_pid() {
 	echo "$pid"
 }
 
-# ganesha_rpcbind: make sure an rpcbind answers on its local socket. Ganesha will not start
-# without registering its programs, but nothing of ours asks the portmapper over the network, so
-# ours listens on /run/rpcbind.sock alone: it runs in its own mount namespace, where
-# /etc/netconfig lists the local transports only. (rpcbind -h binds UDP alone, keeps TCP on
-# every address, and 1.2.6 aborts with a double free when -h names 127.0.0.1.)
+# ganesha_rpcbind: make sure an rpcbind answers on 127.0.0.1:111. Ganesha does not start
+# without registering its programs there, and libnfs asks it for the MOUNT port of an NFSv3
+# location that names none (a FedFS junction's). rpcbind cannot be held to one address (-h binds
+# UDP alone while TCP listens on every address, and 1.2.6 aborts with a double free when -h
+# names 127.0.0.1), so ours runs in a network namespace of its own, where all its addresses are
+# private. Servers reach it through its local socket, /run/rpcbind.sock (a path, so no network
+# namespace stands in the way); clients through a relay that socat keeps on 127.0.0.1:111 and
+# that reaches the namespace through $STATE/rpcbind-relay.sock. Left running, as rpcbind is.
 ganesha_rpcbind() {
-	if rpcinfo >/dev/null 2>&1; then
+	local relay=$STATE/rpcbind-relay.sock i
+	if rpcinfo -p 127.0.0.1 >/dev/null 2>&1; then
 		return 0
 	fi
 	command -v rpcbind >/dev/null || die "ganesha: rpcbind is not installed"
-	grep -E '^(local|unix)[[:space:]]' /etc/netconfig >"$STATE/netconfig.local" ||
-		die "ganesha: /etc/netconfig has no local transport for rpcbind"
-	unshare --mount --propagation private \
-		sh -c 'mount --bind "$1" /etc/netconfig && exec rpcbind -w' sh "$STATE/netconfig.local" ||
-		die "ganesha: cannot start rpcbind"
-	local i
+	command -v socat >/dev/null || die "ganesha: socat is not installed (apt-get install socat)"
+	if ! rpcinfo >/dev/null 2>&1; then
+		rm -f "$relay"
+		setsid unshare --net sh -c 'ip link set lo up && rpcbind -w &&
+			exec socat UNIX-LISTEN:"$1",fork,mode=600 TCP:127.0.0.1:111' sh "$relay" \
+			</dev/null >"$STATE/rpcbind.log" 2>&1 &
+		for ((i = 0; i < 50; i++)); do
+			[ -S "$relay" ] && rpcinfo >/dev/null 2>&1 && break
+			sleep 0.1
+		done
+		((i < 50)) || die "ganesha: cannot start rpcbind: $(cat "$STATE/rpcbind.log")"
+	fi
+	[ -S "$relay" ] || die "ganesha: an rpcbind answers on /run/rpcbind.sock but not on" \
+		"127.0.0.1:111, and it is not ours: stop it or start it on 127.0.0.1"
+	setsid socat TCP-LISTEN:111,bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:"$relay" \
+		</dev/null >>"$STATE/rpcbind.log" 2>&1 &
 	for ((i = 0; i < 50; i++)); do
-		rpcinfo >/dev/null 2>&1 && return 0
+		rpcinfo -p 127.0.0.1 >/dev/null 2>&1 && return 0
 		sleep 0.1
 	done
-	die "ganesha: rpcbind does not answer on its local socket"
+	die "ganesha: rpcbind does not answer on 127.0.0.1:111: $(cat "$STATE/rpcbind.log")"
 }
 
 ganesha_write_conf() {
