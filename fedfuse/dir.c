@@ -103,7 +103,7 @@ static int load(struct ff_state *s, const struct ff_cred *cred, struct ff_dir *d
 			g_hash_table_add(dir->hidden, c->name);
 		}
 	}
-	if (dir->t.mnt && !dir->inode->removed) {
+	if (dir->t.mnt && !g_atomic_pointer_get(&dir->inode->removed_st)) {
 		gint64 start = g_get_monotonic_time();
 
 		rc = dir->t.mnt->be->ops->readdir(dir->t.mnt->ctx, cred, dir->t.bnode, dir->dh, 0,

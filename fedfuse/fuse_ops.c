@@ -511,10 +511,11 @@ static void ff_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (rc == 0 && victim) {
 		g_mutex_lock(&victim->lock);
-		victim->removed = true;
-		victim->removed_st = vst;
-		victim->removed_st.st_nlink = 0;
-		victim->removed_st.st_ino = victim->ino;
+		if (!victim->removed_st)
+			victim->removed_st = g_new(struct stat, 1);
+		*victim->removed_st = vst;
+		victim->removed_st->st_nlink = 0;
+		victim->removed_st->st_ino = victim->ino;
 		g_mutex_unlock(&victim->lock);
 	}
 	reply_err(req, rc);

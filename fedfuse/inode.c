@@ -8,17 +8,13 @@
 #define INO_MASK ((UINT64_C(1) << INO_BITS) - 1)
 #define FALLBACK_INDEX UINT64_C(0xffff)
 
-/* The identity of an object: key of the `by_obj` map. */
-struct obj_key {
-	uint16_t mnt_index;
-	dev_t dev;
-	ino_t bino;
-};
-
 struct ff_itab {
 	GMutex lock;
-	GHashTable *by_ino;	 /* uint64_t ino -> struct ff_inode * (key points into it) */
-	GHashTable *by_obj;	 /* struct obj_key * -> struct ff_inode * (key owned) */
+	/* Both indexes are sets of inodes (a GHashTable whose keys are its values costs no value
+	 * array): by_ino hashes an inode by `ino`, its first member, so a pointer to a number
+	 * finds it; by_obj hashes an inode by `key`, and is searched with a probe inode. */
+	GHashTable *by_ino;
+	GHashTable *by_obj;
 	GHashTable *virtual_ino; /* namespace path -> number, never shrinks (few entries) */
 	uint64_t next_virtual;
 	uint64_t next_fallback;
@@ -26,9 +22,11 @@ struct ff_itab {
 	void *release_data;
 };
 
+G_STATIC_ASSERT(G_STRUCT_OFFSET(struct ff_inode, ino) == 0);
+
 static guint obj_hash(gconstpointer p)
 {
-	const struct obj_key *k = p;
+	const struct ff_obj_key *k = &((const struct ff_inode *)p)->key;
 	uint64_t h = (uint64_t)k->bino * UINT64_C(0x9e3779b97f4a7c15);
 
 	h ^= (uint64_t)k->dev * UINT64_C(0xc2b2ae3d27d4eb4f) + k->mnt_index;
@@ -37,9 +35,19 @@ static guint obj_hash(gconstpointer p)
 
 static gboolean obj_equal(gconstpointer a, gconstpointer b)
 {
-	const struct obj_key *x = a, *y = b;
+	const struct ff_obj_key *x = &((const struct ff_inode *)a)->key;
+	const struct ff_obj_key *y = &((const struct ff_inode *)b)->key;
 
 	return x->mnt_index == y->mnt_index && x->dev == y->dev && x->bino == y->bino;
+}
+
+/* The inode of an object, or NULL; called with the table mutex held. */
+static struct ff_inode *find_locked(struct ff_itab *itab, uint16_t mnt_index, dev_t dev,
+				    ino_t bino)
+{
+	struct ff_inode probe = { .key = { .dev = dev, .bino = bino, .mnt_index = mnt_index } };
+
+	return g_hash_table_lookup(itab->by_obj, &probe);
 }
 
 struct ff_itab *ff_itab_new(ff_inode_release_fn release, void *data)
@@ -48,7 +56,7 @@ struct ff_itab *ff_itab_new(ff_inode_release_fn release, void *data)
 
 	g_mutex_init(&itab->lock);
 	itab->by_ino = g_hash_table_new(g_int64_hash, g_int64_equal);
-	itab->by_obj = g_hash_table_new_full(obj_hash, obj_equal, g_free, NULL);
+	itab->by_obj = g_hash_table_new(obj_hash, obj_equal);
 	itab->virtual_ino = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	itab->next_virtual = FF_INO_VIRTUAL_FIRST;
 	itab->next_fallback = FALLBACK_INDEX << INO_BITS;
@@ -63,6 +71,7 @@ static void inode_free(struct ff_itab *itab, struct ff_inode *inode)
 		itab->release(inode, itab->release_data);
 	g_free(inode->ns_path);
 	g_free(inode->hidden_name);
+	g_free(inode->removed_st);
 	g_mutex_clear(&inode->lock);
 	g_free(inode);
 }
@@ -103,12 +112,11 @@ static uint64_t compose(uint16_t mnt_index, ino_t bino)
 
 uint64_t ff_itab_predict(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino)
 {
-	struct obj_key key = { mnt_index, dev, bino };
 	struct ff_inode *inode;
 	uint64_t ino;
 
 	g_mutex_lock(&itab->lock);
-	inode = g_hash_table_lookup(itab->by_obj, &key);
+	inode = find_locked(itab, mnt_index, dev, bino);
 	ino = inode ? inode->ino : compose(mnt_index, bino);
 	g_mutex_unlock(&itab->lock);
 	return ino ? ino : FALLBACK_INDEX << INO_BITS;
@@ -116,11 +124,10 @@ uint64_t ff_itab_predict(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, in
 
 struct ff_inode *ff_itab_find(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino)
 {
-	struct obj_key key = { mnt_index, dev, bino };
 	struct ff_inode *inode;
 
 	g_mutex_lock(&itab->lock);
-	inode = g_hash_table_lookup(itab->by_obj, &key);
+	inode = find_locked(itab, mnt_index, dev, bino);
 	g_mutex_unlock(&itab->lock);
 	return inode;
 }
@@ -128,11 +135,10 @@ struct ff_inode *ff_itab_find(struct ff_itab *itab, uint16_t mnt_index, dev_t de
 struct ff_inode *ff_itab_find_ref(struct ff_itab *itab, uint16_t mnt_index, dev_t dev,
 				  ino_t bino)
 {
-	struct obj_key key = { mnt_index, dev, bino };
 	struct ff_inode *inode;
 
 	g_mutex_lock(&itab->lock);
-	inode = g_hash_table_lookup(itab->by_obj, &key);
+	inode = find_locked(itab, mnt_index, dev, bino);
 	if (inode)
 		inode->nlookup++;
 	g_mutex_unlock(&itab->lock);
@@ -163,31 +169,30 @@ static struct ff_inode *insert_locked(struct ff_itab *itab, uint64_t ino)
 	g_mutex_init(&inode->lock);
 	inode->ino = ino;
 	inode->nlookup = 1;
-	g_hash_table_insert(itab->by_ino, &inode->ino, inode);
+	g_hash_table_add(itab->by_ino, inode);
 	return inode;
 }
 
 struct ff_inode *ff_itab_intern(struct ff_itab *itab, struct ff_mount *mnt, uint16_t mnt_index,
 				dev_t dev, ino_t bino, ff_node *bnode, mode_t type, bool *created)
 {
-	struct obj_key key = { mnt_index, dev, bino };
 	struct ff_inode *inode;
 
 	g_mutex_lock(&itab->lock);
-	inode = g_hash_table_lookup(itab->by_obj, &key);
+	inode = find_locked(itab, mnt_index, dev, bino);
 	if (inode) {
 		inode->nlookup++;
 		*created = false;
 		goto out_unlock;
 	}
 	inode = insert_locked(itab, assign_locked(itab, mnt_index, bino));
-	inode->mnt_index = mnt_index;
-	inode->dev = dev;
-	inode->bino = bino;
+	inode->key.mnt_index = mnt_index;
+	inode->key.dev = dev;
+	inode->key.bino = bino;
 	inode->mnt = mnt;
 	inode->bnode = bnode;
 	inode->type = type & S_IFMT;
-	g_hash_table_insert(itab->by_obj, g_memdup2(&key, sizeof(key)), inode);
+	g_hash_table_add(itab->by_obj, inode);
 	*created = true;
 out_unlock:
 	g_mutex_unlock(&itab->lock);
@@ -238,9 +243,8 @@ void ff_itab_forget(struct ff_itab *itab, uint64_t ino, uint64_t n)
 		g_mutex_unlock(&itab->lock);
 		return;
 	}
-	g_hash_table_remove(itab->by_ino, &inode->ino);
-	g_hash_table_remove(itab->by_obj,
-			    &(struct obj_key){ inode->mnt_index, inode->dev, inode->bino });
+	g_hash_table_remove(itab->by_ino, inode);
+	g_hash_table_remove(itab->by_obj, inode);
 	g_mutex_unlock(&itab->lock);
 	inode_free(itab, inode);
 }

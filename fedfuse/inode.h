@@ -34,18 +34,24 @@
 
 struct ff_mount;
 
-struct ff_inode {
-	uint64_t ino;
-	uint64_t nlookup; /* the kernel's references; under the table mutex */
-	bool pinned;	  /* never freed (root, virtual and control inodes) */
-
-	/* Identity: which location and which object in it. mnt is NULL for namespace-only inodes. */
-	uint16_t mnt_index;
+/* Which object of which location an inode stands for. */
+struct ff_obj_key {
 	dev_t dev;
 	ino_t bino;
+	uint16_t mnt_index;
+};
+
+/* Kept small: the daemon holds one per inode the kernel caches (DESIGN §10: < 200 bytes). */
+struct ff_inode {
+	uint64_t ino;	  /* first: the table's number index hashes the inode by it */
+	uint64_t nlookup; /* the kernel's references; under the table mutex */
+
+	/* Identity. mnt is NULL for namespace-only inodes. */
+	struct ff_obj_key key;
+	bool pinned; /* never freed (root, virtual and control inodes) */
+	mode_t type; /* S_IFMT bits */
 	struct ff_mount *mnt;
 	ff_node *bnode;
-	mode_t type; /* S_IFMT bits */
 
 	/* The namespace path for inodes that are part of the namespace tree (virtual directories,
 	 * referral roots, directories with nested referrals below them), else NULL. Set at creation
@@ -55,18 +61,17 @@ struct ff_inode {
 	GMutex lock;
 	/* Close-to-open consistency: the data version the kernel's page cache holds. */
 	bool cache_valid;
+	int opencount;
 	struct timespec cache_mtime;
 	off_t cache_size;
-	int opencount;
 	/* Set when an open file was unlinked and renamed to a hidden name (path-named backends):
 	 * the hidden name is removed at last close. */
 	struct ff_inode *hidden_parent;
 	char *hidden_name;
-	/* A directory of a path-named backend removed through the mount: it has no name to be
-	 * reached by any more, so it answers with its last attributes (st_nlink 0) and an empty
-	 * listing, as a removed directory does on a local filesystem. */
-	bool removed;
-	struct stat removed_st;
+	/* Set for a directory of a path-named backend removed through the mount: it has no name
+	 * to be reached by any more, so it answers with these last attributes (st_nlink 0) and an
+	 * empty listing, as a removed directory does on a local filesystem. */
+	struct stat *removed_st;
 };
 
 /* Called when an inode leaves the table (its last lookup was forgotten), without the table

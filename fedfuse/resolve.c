@@ -502,18 +502,20 @@ int ff_resolve_getattr(struct ff_state *s, const struct ff_cred *cred, struct ff
 		       void *fh, struct stat *st, double *timeout)
 {
 	struct ff_target t;
+	bool removed;
 	gint64 start;
 	int rc;
 
 	if (ff_control_is_control(inode->ino))
 		return ff_control_getattr(s, inode->ino, st, timeout);
 	g_mutex_lock(&inode->lock);
-	if (inode->removed) {
-		*st = inode->removed_st;
+	removed = inode->removed_st != NULL;
+	if (removed) {
+		*st = *inode->removed_st;
 		*timeout = 0;
 	}
 	g_mutex_unlock(&inode->lock);
-	if (inode->removed)
+	if (removed)
 		return 0;
 	rc = ff_target_get(s, cred, inode, &t);
 	if (rc < 0)
