@@ -148,6 +148,16 @@ static struct groups_entry *groups_of_process(fuse_req_t req, const struct fuse_
 	return e;
 }
 
+/* The daemon's effective uid: read once, not by a system call per request. */
+static uid_t daemon_euid(void)
+{
+	static gsize euid_plus_one;
+
+	if (g_once_init_enter(&euid_plus_one))
+		g_once_init_leave(&euid_plus_one, (gsize)geteuid() + 1);
+	return (uid_t)(euid_plus_one - 1);
+}
+
 void ff_cred_get(fuse_req_t req, struct ff_cred_hold *h)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
@@ -155,7 +165,7 @@ void ff_cred_get(fuse_req_t req, struct ff_cred_hold *h)
 
 	h->cred = (struct ff_cred){ .uid = ctx->uid, .gid = ctx->gid, .pid = ctx->pid,
 				    .umask = ctx->umask };
-	if (geteuid() == 0 && ctx->uid != 0) {
+	if (daemon_euid() == 0 && ctx->uid != 0) {
 		e = groups_of_process(req, ctx);
 		if (!e)
 			e = groups_get(ctx->uid, ctx->gid);
