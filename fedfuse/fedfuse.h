@@ -27,6 +27,7 @@ struct ff_options {
 	int clone_fd;
 	unsigned int max_idle_threads;
 	unsigned int max_threads;
+	unsigned int readahead_kib; /* the kernel's read-ahead window for the mount */
 };
 
 struct ff_state {

@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "fedfuse/bdi.h"
 #include "fedfuse/cred.h"
 #include "fedfuse/fedfuse.h"
 #include "fedfuse/log.h"
@@ -36,6 +37,7 @@ static const struct fuse_opt option_spec[] = {
 	{ "--namespace=%s", offsetof(struct ff_options, namespace_file), 0 },
 	{ "--namespace %s", offsetof(struct ff_options, namespace_file), 0 },
 	{ "namespace=%s", offsetof(struct ff_options, namespace_file), 0 },
+	{ "readahead=%u", offsetof(struct ff_options, readahead_kib), 0 },
 	/* fstab-only options: accepted and ignored, as mount(8) may pass them on. */
 	FUSE_OPT_KEY("_netdev", FUSE_OPT_KEY_DISCARD),
 	FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
@@ -72,6 +74,8 @@ static void usage(const char *prog)
 	       "fedfuse options:\n"
 	       "    --namespace=FILE       the namespace file, see fedfuse.namespace(5)\n"
 	       "    -o namespace=FILE      the same, as a mount option\n"
+	       "    -o readahead=KIB       the kernel's read-ahead window for the mount, when\n"
+	       "                           run as root (default 1024; 0: the kernel's 128)\n"
 	       "    -h   --help            print this help\n"
 	       "    -V   --version         print the version\n"
 	       "\n",
@@ -272,6 +276,7 @@ int main(int argc, char *argv[])
 	pthread_t reloader;
 	int ret = 1;
 
+	s.opts.readahead_kib = 1024;
 	if (fuse_opt_parse(&args, &s.opts, option_spec, option_proc) < 0)
 		return 1;
 	if (positional.count == 2 && !s.opts.namespace_file) {
@@ -339,6 +344,7 @@ int main(int argc, char *argv[])
 		goto out_session;
 	if (fuse_session_mount(s.se, cmd.mountpoint) != 0)
 		goto out_signals;
+	ff_bdi_set_readahead(cmd.mountpoint, s.opts.readahead_kib);
 	if (fuse_daemonize(cmd.foreground) != 0)
 		goto out_unmount;
 	ff_log_init(cmd.foreground, cmd.debug);

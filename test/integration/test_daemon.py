@@ -111,6 +111,29 @@ def test_debug_option(mount_factory, tmp_path):
         m.log_text()
 
 
+def _readahead_kb(mnt):
+    dev = os.stat(mnt).st_dev
+    with open(f"/sys/class/bdi/{os.major(dev)}:{os.minor(dev)}/read_ahead_kb") as f:
+        return int(f.read())
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root may set a mount's read-ahead")
+@pytest.mark.parametrize("opt,want", [(None, 1024), ("readahead=256", 256), ("readahead=0", 128)])
+def test_readahead_window(mount_factory, tmp_path, opt, want):
+    """The mount's read-ahead window: 1 MiB unless -o readahead says otherwise (0: the
+    kernel's 128 KiB for FUSE), and a file reads back whole through it."""
+    loc = tmp_path / "raloc"
+    loc.mkdir()
+    data = os.urandom(3 * 1024 * 1024 + 17)
+    (loc / "big").write_bytes(data)
+    m = mount_factory(referrals=[("/x", [file_uri(str(loc))])],
+                      extra_args=["-o", opt] if opt else [], name="ra")
+    m.start()
+    assert _readahead_kb(m.mnt) == want
+    with open(os.path.join(m.mnt, "x", "big"), "rb") as f:
+        assert f.read() == data
+
+
 def test_background_daemon(tmp_path):
     """Without -f the daemon forks into the background and serves from there (its threads
     must be started after the fork); fusermount3 -u stops it."""
