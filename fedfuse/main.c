@@ -34,8 +34,10 @@ struct positional {
 };
 
 static const struct fuse_opt option_spec[] = {
-	{ "--namespace=%s", offsetof(struct ff_options, namespace_file), 0 },
+	/* fuse_opt applies every template that matches, in order, and "--namespace %s" also
+	 * matches "--namespace=FILE" (with "=FILE" as the value): the exact form comes last. */
 	{ "--namespace %s", offsetof(struct ff_options, namespace_file), 0 },
+	{ "--namespace=%s", offsetof(struct ff_options, namespace_file), 0 },
 	{ "namespace=%s", offsetof(struct ff_options, namespace_file), 0 },
 	{ "readahead=%u", offsetof(struct ff_options, readahead_kib), 0 },
 	/* fstab-only options: accepted and ignored, as mount(8) may pass them on. */

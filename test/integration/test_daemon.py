@@ -111,6 +111,23 @@ def test_debug_option(mount_factory, tmp_path):
         m.log_text()
 
 
+@pytest.mark.parametrize("form", ["--namespace=FILE", "--namespace FILE", "-o namespace=FILE",
+                                  "FILE MOUNTPOINT"])
+def test_namespace_option_forms(mount_factory, tmp_path, form):
+    """Each documented way of naming the namespace file mounts the same tree."""
+    loc = tmp_path / "formloc"
+    loc.mkdir()
+    create(str(loc / "f"), b"found")
+    m = mount_factory(referrals=[("/x", [file_uri(str(loc))])], name="form")
+    ns = m.namespace
+    m.ns_args = {"--namespace=FILE": [f"--namespace={ns}"],
+                 "--namespace FILE": ["--namespace", ns],
+                 "-o namespace=FILE": ["-o", f"namespace={ns}"],
+                 "FILE MOUNTPOINT": [ns]}[form]
+    m.start()
+    assert read_file(os.path.join(m.mnt, "x", "f")) == b"found"
+
+
 def _readahead_kb(mnt):
     dev = os.stat(mnt).st_dev
     with open(f"/sys/class/bdi/{os.major(dev)}:{os.minor(dev)}/read_ahead_kb") as f:
