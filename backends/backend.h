@@ -95,6 +95,13 @@ enum ff_caps {
 typedef int (*ff_fill_fn)(void *buf, const char *name, const struct stat *st, off_t next,
 			  ff_node *node);
 
+/* As readdir()'s `node` in plus mode: `st` is complete, but no node was made, because making one
+ * costs the backend more than it costs the core to find the object among its inodes. The core
+ * uses the inode it has for (st_dev, st_ino) when the entry is neither a directory nor a
+ * symlink (a junction is one of those), and looks the name up otherwise. Only for a backend
+ * whose (st_dev, st_ino) cannot name another object while the core holds a node for it. */
+#define FF_NODE_BY_NAME ((ff_node *)1)
+
 /* Ways the core is told of changes it did not make (FF_CAP_NOTIFY). */
 struct ff_notify {
 	void *data;

@@ -15,6 +15,7 @@ struct ff_dirent {
 			 * readdirplus resolves the name like a lookup */
 	bool bare;	/* a namespace or control entry: listed without attributes, so that a
 			 * listing never waits for a location (the kernel looks it up on use) */
+	ino_t bino;	/* the backend's st_ino of a FF_NODE_BY_NAME entry, else 0 */
 };
 
 struct ff_dir {
@@ -47,7 +48,7 @@ static void entries_clear(struct ff_dir *dir)
 static void add(struct ff_dir *dir, const char *name, const struct stat *st, ff_node *node,
 		bool bare)
 {
-	struct ff_dirent d = { g_strdup(name), *st, node, bare };
+	struct ff_dirent d = { g_strdup(name), *st, node, bare, 0 };
 
 	g_array_append_val(dir->entries, d);
 }
@@ -57,6 +58,10 @@ static int fill(void *buf, const char *name, const struct stat *st, off_t next, 
 	struct ff_dir *dir = buf;
 	struct stat copy = *st;
 
+	bool by_name = node == FF_NODE_BY_NAME;
+
+	if (by_name)
+		node = NULL;
 	if (dir->hidden && g_hash_table_contains(dir->hidden, name)) {
 		if (node)
 			dir->t.mnt->be->ops->forget(dir->t.mnt->ctx, node);
@@ -66,6 +71,9 @@ static int fill(void *buf, const char *name, const struct stat *st, off_t next, 
 		copy.st_ino = ff_itab_predict(dir->s->itab, dir->t.mnt->index, st->st_dev,
 					      st->st_ino);
 	add(dir, name, &copy, node, false);
+	if (by_name && !S_ISDIR(st->st_mode) && !S_ISLNK(st->st_mode))
+		g_array_index(dir->entries, struct ff_dirent, dir->entries->len - 1).bino =
+			st->st_ino;
 	return 0;
 }
 
@@ -180,6 +188,8 @@ static size_t add_plus(struct ff_state *s, fuse_req_t req, const struct ff_cred 
 	}
 	if (d->bare) {
 		e.attr = d->st; /* e.ino 0: the kernel takes no reference */
+	} else if (d->bino && ff_resolve_known(s, dir->t.mnt, d->bino, &d->st, &e)) {
+		/* an inode the table has: no lookup */
 	} else if (ff_resolve_lookup(s, cred, dir->inode, d->name, &e) < 0) {
 		/* Vanished or unreachable: list the name; a later lookup reports why. */
 		memset(&e, 0, sizeof(e));

@@ -693,7 +693,13 @@ static int local_readdir(void *loc, const struct ff_cred *cred, ff_node *node, v
 		if (is_dot_or_dotdot(de->d_name))
 			goto next;
 
-		if (plus && node_at(d->fd, de->d_name, &child, &st) == -ENOENT)
+		/* A file's attributes cost one call, its node two more (open, and close when the
+		 * core has the file already): files go by name. Its descriptor keeps an object
+		 * the core holds from giving its (st_dev, st_ino) to another. */
+		if (plus && de->d_type == DT_REG &&
+		    fstatat(d->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+			child = FF_NODE_BY_NAME;
+		else if (plus && node_at(d->fd, de->d_name, &child, &st) == -ENOENT)
 			goto next; /* removed since it was listed */
 		if (!child) {
 			/* Plain mode, or a plus entry that cannot be looked up (no search
