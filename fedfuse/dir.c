@@ -83,6 +83,7 @@ static int load(struct ff_state *s, const struct ff_cred *cred, struct ff_dir *d
 	g_autofree char *ns_path = ff_inode_ns_path(dir->inode);
 	struct ff_namespace *ns = NULL;
 	const struct ff_ns_node *node = NULL;
+	bool removed;
 	int rc = 0;
 
 	entries_clear(dir);
@@ -111,7 +112,10 @@ static int load(struct ff_state *s, const struct ff_cred *cred, struct ff_dir *d
 			g_hash_table_add(dir->hidden, c->name);
 		}
 	}
-	if (dir->t.mnt && !g_atomic_pointer_get(&dir->inode->removed_st)) {
+	g_mutex_lock(&dir->inode->lock);
+	removed = dir->inode->gone && dir->inode->gone->removed;
+	g_mutex_unlock(&dir->inode->lock);
+	if (dir->t.mnt && !removed) {
 		gint64 start = g_get_monotonic_time();
 
 		rc = dir->t.mnt->be->ops->readdir(dir->t.mnt->ctx, cred, dir->t.bnode, dir->dh, 0,

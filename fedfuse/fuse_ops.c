@@ -431,7 +431,7 @@ static int hide_if_open(struct op *op, struct ff_inode *dir, struct ff_target *d
 	open = false;
 	if (victim && !S_ISDIR(st.st_mode) && st.st_nlink == 1) { /* its last name */
 		g_mutex_lock(&victim->lock);
-		open = victim->opencount > 0 && !victim->hidden_name;
+		open = victim->opencount > 0 && !(victim->gone && victim->gone->hidden_name);
 		g_mutex_unlock(&victim->lock);
 	}
 	/* The open inode may know the object by another, removed, name: make it follow this
@@ -448,8 +448,8 @@ static int hide_if_open(struct op *op, struct ff_inode *dir, struct ff_target *d
 		return rc;
 	ff_itab_ref(op->s->itab, dir); /* keeps the directory until the hidden name is removed */
 	g_mutex_lock(&victim->lock);
-	victim->hidden_parent = dir;
-	victim->hidden_name = g_steal_pointer(&hidden);
+	ff_inode_gone(victim)->hidden_parent = dir;
+	victim->gone->hidden_name = g_steal_pointer(&hidden);
 	g_mutex_unlock(&victim->lock);
 	remove_hidden(op->s, victim); /* closed meanwhile: its release found no hidden name */
 	return 1;
@@ -511,11 +511,12 @@ static void ff_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (rc == 0 && victim) {
 		g_mutex_lock(&victim->lock);
-		if (!victim->removed_st)
-			victim->removed_st = g_new(struct stat, 1);
-		*victim->removed_st = vst;
-		victim->removed_st->st_nlink = 0;
-		victim->removed_st->st_ino = victim->ino;
+		struct ff_inode_gone *gone = ff_inode_gone(victim);
+
+		gone->removed = true;
+		gone->removed_st = vst;
+		gone->removed_st.st_nlink = 0;
+		gone->removed_st.st_ino = victim->ino;
 		g_mutex_unlock(&victim->lock);
 	}
 	reply_err(req, rc);
@@ -823,9 +824,10 @@ static void remove_hidden(struct ff_state *s, struct ff_inode *inode)
 	int rc;
 
 	g_mutex_lock(&inode->lock);
-	dir = inode->opencount == 0 ? inode->hidden_parent : NULL;
-	name = dir ? g_steal_pointer(&inode->hidden_name) : NULL;
-	inode->hidden_parent = dir ? NULL : inode->hidden_parent;
+	dir = inode->opencount == 0 && inode->gone ? inode->gone->hidden_parent : NULL;
+	name = dir ? g_steal_pointer(&inode->gone->hidden_name) : NULL;
+	if (dir)
+		inode->gone->hidden_parent = NULL;
 	g_mutex_unlock(&inode->lock);
 	if (!dir)
 		return;

@@ -12,7 +12,8 @@ struct ff_itab {
 	GMutex lock;
 	/* Both indexes are sets of inodes (a GHashTable whose keys are its values costs no value
 	 * array): by_ino hashes an inode by `ino`, its first member, so a pointer to a number
-	 * finds it; by_obj hashes an inode by `key`, and is searched with a probe inode. */
+	 * finds it; by_obj hashes an inode by (mnt_index, dev, bino), and is searched with a probe
+	 * inode. */
 	GHashTable *by_ino;
 	GHashTable *by_obj;
 	GHashTable *virtual_ino; /* namespace path -> number, never shrinks (few entries) */
@@ -23,10 +24,13 @@ struct ff_itab {
 };
 
 G_STATIC_ASSERT(G_STRUCT_OFFSET(struct ff_inode, ino) == 0);
+#if GLIB_SIZEOF_VOID_P == 8
+G_STATIC_ASSERT(sizeof(struct ff_inode) <= 120); /* one 128-byte malloc chunk */
+#endif
 
 static guint obj_hash(gconstpointer p)
 {
-	const struct ff_obj_key *k = &((const struct ff_inode *)p)->key;
+	const struct ff_inode *k = p;
 	uint64_t h = (uint64_t)k->bino * UINT64_C(0x9e3779b97f4a7c15);
 
 	h ^= (uint64_t)k->dev * UINT64_C(0xc2b2ae3d27d4eb4f) + k->mnt_index;
@@ -35,8 +39,7 @@ static guint obj_hash(gconstpointer p)
 
 static gboolean obj_equal(gconstpointer a, gconstpointer b)
 {
-	const struct ff_obj_key *x = &((const struct ff_inode *)a)->key;
-	const struct ff_obj_key *y = &((const struct ff_inode *)b)->key;
+	const struct ff_inode *x = a, *y = b;
 
 	return x->mnt_index == y->mnt_index && x->dev == y->dev && x->bino == y->bino;
 }
@@ -45,7 +48,7 @@ static gboolean obj_equal(gconstpointer a, gconstpointer b)
 static struct ff_inode *find_locked(struct ff_itab *itab, uint16_t mnt_index, dev_t dev,
 				    ino_t bino)
 {
-	struct ff_inode probe = { .key = { .dev = dev, .bino = bino, .mnt_index = mnt_index } };
+	struct ff_inode probe = { .dev = dev, .bino = bino, .mnt_index = mnt_index };
 
 	return g_hash_table_lookup(itab->by_obj, &probe);
 }
@@ -65,13 +68,21 @@ struct ff_itab *ff_itab_new(ff_inode_release_fn release, void *data)
 	return itab;
 }
 
+struct ff_inode_gone *ff_inode_gone(struct ff_inode *inode)
+{
+	if (!inode->gone)
+		inode->gone = g_new0(struct ff_inode_gone, 1);
+	return inode->gone;
+}
+
 static void inode_free(struct ff_itab *itab, struct ff_inode *inode)
 {
 	if (itab->release)
 		itab->release(inode, itab->release_data);
 	g_free(inode->ns_path);
-	g_free(inode->hidden_name);
-	g_free(inode->removed_st);
+	if (inode->gone)
+		g_free(inode->gone->hidden_name);
+	g_free(inode->gone);
 	g_mutex_clear(&inode->lock);
 	g_free(inode);
 }
@@ -186,9 +197,9 @@ struct ff_inode *ff_itab_intern(struct ff_itab *itab, struct ff_mount *mnt, uint
 		goto out_unlock;
 	}
 	inode = insert_locked(itab, assign_locked(itab, mnt_index, bino));
-	inode->key.mnt_index = mnt_index;
-	inode->key.dev = dev;
-	inode->key.bino = bino;
+	inode->mnt_index = mnt_index;
+	inode->dev = dev;
+	inode->bino = bino;
 	inode->mnt = mnt;
 	inode->bnode = bnode;
 	inode->type = type & S_IFMT;

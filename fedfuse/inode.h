@@ -34,22 +34,26 @@
 
 struct ff_mount;
 
-/* Which object of which location an inode stands for. */
-struct ff_obj_key {
-	dev_t dev;
-	ino_t bino;
-	uint16_t mnt_index;
-};
-
-/* Kept small: the daemon holds one per inode the kernel caches (DESIGN §10: < 200 bytes). */
+/* Kept small, 120 bytes: the daemon holds one per inode the kernel caches (DESIGN §10). */
 struct ff_inode {
 	uint64_t ino;	  /* first: the table's number index hashes the inode by it */
 	uint64_t nlookup; /* the kernel's references; under the table mutex */
 
-	/* Identity. mnt is NULL for namespace-only inodes. */
-	struct ff_obj_key key;
-	bool pinned; /* never freed (root, virtual and control inodes) */
-	mode_t type; /* S_IFMT bits */
+	/* Identity: which object (dev, bino) of which location (mnt_index). mnt is NULL for
+	 * namespace-only inodes. */
+	dev_t dev;
+	ino_t bino;
+	uint16_t mnt_index;
+	uint16_t type; /* S_IFMT bits */
+	bool pinned;   /* never freed (root, virtual and control inodes) */
+
+	/* Close-to-open consistency: the data version the kernel's page cache holds (under
+	 * `lock`, as are opencount and the fields after it). */
+	bool cache_valid;
+	int opencount;
+	struct timespec cache_mtime;
+	off_t cache_size;
+
 	struct ff_mount *mnt;
 	ff_node *bnode;
 
@@ -59,20 +63,23 @@ struct ff_inode {
 	char *ns_path;
 
 	GMutex lock;
-	/* Close-to-open consistency: the data version the kernel's page cache holds. */
-	bool cache_valid;
-	int opencount;
-	struct timespec cache_mtime;
-	off_t cache_size;
-	/* Set when an open file was unlinked and renamed to a hidden name (path-named backends):
-	 * the hidden name is removed at last close. */
+	struct ff_inode_gone *gone; /* NULL unless removed through the mount (below) */
+};
+
+/* What an inode keeps once its name was removed through the mount (path-named backends). */
+struct ff_inode_gone {
+	/* An open file unlinked and renamed to a hidden name: the hidden name is removed at last
+	 * close (hidden_name NULL once it is). */
 	struct ff_inode *hidden_parent;
 	char *hidden_name;
-	/* Set for a directory of a path-named backend removed through the mount: it has no name
-	 * to be reached by any more, so it answers with these last attributes (st_nlink 0) and an
-	 * empty listing, as a removed directory does on a local filesystem. */
-	struct stat *removed_st;
+	/* A removed directory: it has no name to be reached by any more, so it answers with its
+	 * last attributes (st_nlink 0) and an empty listing, as one does on a local filesystem. */
+	bool removed;
+	struct stat removed_st;
 };
+
+/* The inode's `gone` record, made on first use; called with inode->lock held. */
+struct ff_inode_gone *ff_inode_gone(struct ff_inode *inode);
 
 /* Called when an inode leaves the table (its last lookup was forgotten), without the table
  * mutex held: release the backend node and the inode's strings, but not the inode itself. */

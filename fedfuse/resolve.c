@@ -504,7 +504,7 @@ out_put:
 void ff_resolve_fix_attr(struct ff_inode *inode, struct stat *st)
 {
 	g_mutex_lock(&inode->lock);
-	if (inode->hidden_name) /* unlinked while open, kept under a hidden name */
+	if (inode->gone && inode->gone->hidden_name) /* unlinked while open, kept hidden */
 		st->st_nlink = 0;
 	g_mutex_unlock(&inode->lock);
 }
@@ -520,9 +520,9 @@ int ff_resolve_getattr(struct ff_state *s, const struct ff_cred *cred, struct ff
 	if (ff_control_is_control(inode->ino))
 		return ff_control_getattr(s, inode->ino, st, timeout);
 	g_mutex_lock(&inode->lock);
-	removed = inode->removed_st != NULL;
+	removed = inode->gone && inode->gone->removed;
 	if (removed) {
-		*st = *inode->removed_st;
+		*st = inode->gone->removed_st;
 		*timeout = 0;
 	}
 	g_mutex_unlock(&inode->lock);
