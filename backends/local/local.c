@@ -60,6 +60,17 @@ static void proc_fd_path(char *buf, int fd)
 	snprintf(buf, PROC_FD_LEN, "/proc/self/fd/%d", fd);
 }
 
+/* Act for `cred`, and name `node` by its /proc path: for the calls that take no O_PATH
+ * descriptor (the *xattr calls; chmod, truncate and the like of a file that is not open). */
+static int become_by_proc(const struct ff_cred *cred, ff_node *node, char proc[PROC_FD_LEN])
+{
+	int rc = local_become(cred);
+
+	if (rc == 0)
+		proc_fd_path(proc, node->fd);
+	return rc;
+}
+
 static int fh_fd(void *fh)
 {
 	return ((struct local_file *)fh)->fd;
@@ -245,10 +256,9 @@ static int local_setattr(void *loc, const struct ff_cred *cred, ff_node *node, v
 	int fd = fh ? fh_fd(fh) : -1;
 	int rc;
 
-	rc = local_become(cred);
+	rc = become_by_proc(cred, node, proc);
 	if (rc)
 		return rc;
-	proc_fd_path(proc, node->fd);
 
 	/* In the order chmod, chown, truncate, utimes: the last one sets what the others bump. */
 	if (to_set & FUSE_SET_ATTR_MODE) {
@@ -772,10 +782,9 @@ static int local_setxattr(void *loc, const struct ff_cred *cred, ff_node *node, 
 
 	if (node->type == S_IFLNK)
 		return is_user_xattr(name) ? -EPERM : -EOPNOTSUPP;
-	rc = local_become(cred);
+	rc = become_by_proc(cred, node, proc);
 	if (rc)
 		return rc;
-	proc_fd_path(proc, node->fd);
 	return setxattr(proc, name, value, size, flags) < 0 ? -errno : 0;
 }
 
@@ -788,10 +797,9 @@ static ssize_t local_getxattr(void *loc, const struct ff_cred *cred, ff_node *no
 
 	if (node->type == S_IFLNK)
 		return -ENODATA;
-	rc = local_become(cred);
+	rc = become_by_proc(cred, node, proc);
 	if (rc)
 		return rc;
-	proc_fd_path(proc, node->fd);
 	len = getxattr(proc, name, buf, size);
 	return len < 0 ? -errno : len;
 }
@@ -805,10 +813,9 @@ static ssize_t local_listxattr(void *loc, const struct ff_cred *cred, ff_node *n
 
 	if (node->type == S_IFLNK)
 		return 0;
-	rc = local_become(cred);
+	rc = become_by_proc(cred, node, proc);
 	if (rc)
 		return rc;
-	proc_fd_path(proc, node->fd);
 	len = listxattr(proc, buf, size);
 	return len < 0 ? -errno : len;
 }
@@ -820,10 +827,9 @@ static int local_removexattr(void *loc, const struct ff_cred *cred, ff_node *nod
 
 	if (node->type == S_IFLNK)
 		return is_user_xattr(name) ? -EPERM : -EOPNOTSUPP;
-	rc = local_become(cred);
+	rc = become_by_proc(cred, node, proc);
 	if (rc)
 		return rc;
-	proc_fd_path(proc, node->fd);
 	return removexattr(proc, name) < 0 ? -errno : 0;
 }
 

@@ -310,6 +310,24 @@ static int op_begin(struct op *op, struct nfs_loc *loc, const struct ff_cred *cr
 	return op_begin_avoid(op, loc, cred, NULL);
 }
 
+/* Begin an operation on `child` of `node` (NULL: on `node` itself): a leased context, and the
+ * path in *path, which the caller frees after op_end(). Nothing to undo when it fails. */
+static int op_begin_at(struct op *op, struct nfs_loc *loc, const struct ff_cred *cred,
+		       ff_node *node, const char *child, char **path)
+{
+	int rc;
+
+	*path = node_path(loc, node, child);
+	if (!*path)
+		return -ESTALE;
+	rc = op_begin(op, loc, cred);
+	if (rc) {
+		g_free(*path);
+		*path = NULL;
+	}
+	return rc;
+}
+
 static int op_end(struct op *op, int rc)
 {
 	nfs_conn_put(op->conn, rc);
@@ -471,21 +489,18 @@ static int nfs_lookup(void *l, const struct ff_cred *cred, ff_node *parent, cons
 		      ff_node **node, struct stat *st)
 {
 	struct nfs_loc *loc = l;
-	char *path = node_path(loc, parent, name);
+	char *path;
 	struct op op;
 	int rc;
 
-	if (!path)
-		return -ESTALE;
-	rc = op_begin(&op, loc, cred);
+	rc = op_begin_at(&op, loc, cred, parent, name, &path);
 	if (rc)
-		goto out_free;
+		return rc;
 	rc = op_end(&op, do_lstat(loc, op.nfs, path, st));
 	if (rc == 0) {
 		*node = child_node(loc, parent, name);
 		node_seen(loc, *node, st);
 	}
-out_free:
 	g_free(path);
 	return rc;
 }
@@ -1000,19 +1015,16 @@ static int nfs_setattr(void *l, const struct ff_cred *cred, ff_node *node, void 
 		       const struct stat *attr, int to_set, struct stat *st)
 {
 	struct nfs_loc *loc = l;
-	char *path = node_path(loc, node, NULL);
+	char *path;
 	struct op op;
 	int rc;
 
-	if (!path)
-		return -ESTALE;
-	rc = op_begin(&op, loc, cred);
+	rc = op_begin_at(&op, loc, cred, node, NULL, &path);
 	if (rc)
-		goto out_free;
+		return rc;
 	rc = op_end(&op, setattr_path(&op, path, attr, to_set, st));
 	if (rc == 0)
 		node_seen(loc, node, st);
-out_free:
 	g_free(path);
 	return rc;
 }
@@ -1021,15 +1033,13 @@ static ssize_t nfs_readlink_node(void *l, const struct ff_cred *cred, ff_node *n
 				 size_t size)
 {
 	struct nfs_loc *loc = l;
-	char *path = node_path(loc, node, NULL), *target = NULL;
+	char *path, *target = NULL;
 	struct op op;
 	ssize_t rc;
 
-	if (!path)
-		return -ESTALE;
-	rc = op_begin(&op, loc, cred);
+	rc = op_begin_at(&op, loc, cred, node, NULL, &path);
 	if (rc)
-		goto out_free;
+		return rc;
 	if (loc->version == 4) {
 		char *full = v4_path(loc, path);
 
@@ -1086,16 +1096,14 @@ static int nfs_mknod_node(void *l, const struct ff_cred *cred, ff_node *parent, 
 			  mode_t mode, dev_t rdev, ff_node **node, struct stat *st)
 {
 	struct nfs_loc *loc = l;
-	char *path = node_path(loc, parent, name), *full;
+	char *path, *full;
 	struct nfsfh *fh;
 	struct op op;
 	int rc;
 
-	if (!path)
-		return -ESTALE;
-	rc = op_begin(&op, loc, cred);
+	rc = op_begin_at(&op, loc, cred, parent, name, &path);
 	if (rc)
-		goto out_free;
+		return rc;
 	if (S_ISREG(mode)) {
 		rc = nfs_create(op.nfs, path, O_CREAT | O_EXCL | O_WRONLY, mode & 07777, &fh);
 		if (rc == 0)
@@ -1138,7 +1146,6 @@ static int nfs_mknod_node(void *l, const struct ff_cred *cred, ff_node *parent, 
 	rc = rc < 0 ? nfs_map_error(op.nfs, rc) : created(&op, parent, name, path, node, st);
 out_end:
 	op_end(&op, rc);
-out_free:
 	g_free(path);
 	return rc;
 }
@@ -1147,19 +1154,16 @@ static int nfs_mkdir_node(void *l, const struct ff_cred *cred, ff_node *parent, 
 			  mode_t mode, ff_node **node, struct stat *st)
 {
 	struct nfs_loc *loc = l;
-	char *path = node_path(loc, parent, name);
+	char *path;
 	struct op op;
 	int rc;
 
-	if (!path)
-		return -ESTALE;
-	rc = op_begin(&op, loc, cred);
+	rc = op_begin_at(&op, loc, cred, parent, name, &path);
 	if (rc)
-		goto out_free;
+		return rc;
 	rc = nfs_mkdir2(op.nfs, path, (int)(mode & 07777));
 	rc = rc < 0 ? nfs_map_error(op.nfs, rc) : created(&op, parent, name, path, node, st);
 	op_end(&op, rc);
-out_free:
 	g_free(path);
 	return rc;
 }
@@ -1168,22 +1172,19 @@ static int nfs_symlink_node(void *l, const struct ff_cred *cred, const char *tar
 			    ff_node *parent, const char *name, ff_node **node, struct stat *st)
 {
 	struct nfs_loc *loc = l;
-	char *path = node_path(loc, parent, name);
+	char *path;
 	struct op op;
 	int rc;
 
-	if (!path)
-		return -ESTALE;
-	rc = op_begin(&op, loc, cred);
+	rc = op_begin_at(&op, loc, cred, parent, name, &path);
 	if (rc)
-		goto out_free;
+		return rc;
 	rc = nfs_symlink(op.nfs, target, path);
 	if (rc < 0)
 		rc = call_too_big(op.nfs) ? -ENAMETOOLONG : nfs_map_error(op.nfs, rc);
 	else
 		rc = created(&op, parent, name, path, node, st);
 	op_end(&op, rc);
-out_free:
 	g_free(path);
 	return rc;
 }
@@ -1235,15 +1236,13 @@ out_free:
 static int remove_entry(struct nfs_loc *loc, const struct ff_cred *cred, ff_node *parent,
 			const char *name, bool dir)
 {
-	char *path = node_path(loc, parent, name);
+	char *path;
 	struct op op;
 	int rc;
 
-	if (!path)
-		return -ESTALE;
-	rc = op_begin(&op, loc, cred);
+	rc = op_begin_at(&op, loc, cred, parent, name, &path);
 	if (rc)
-		goto out_free;
+		return rc;
 	if (loc->version == 4) {
 		char *full = v4_path(loc, path);
 
@@ -1255,7 +1254,6 @@ static int remove_entry(struct nfs_loc *loc, const struct ff_cred *cred, ff_node
 	}
 	if (rc == 0)
 		ff_pathtree_unlink(loc->tree, nfs_pnode(parent), name);
-out_free:
 	g_free(path);
 	return rc;
 }
@@ -1464,15 +1462,13 @@ static int nfs_releasedir_node(void *l, void *dh)
 static int nfs_statfs_loc(void *l, const struct ff_cred *cred, ff_node *node, struct statvfs *st)
 {
 	struct nfs_loc *loc = l;
-	char *path = node_path(loc, node, NULL);
+	char *path;
 	struct op op;
 	int rc;
 
-	if (!path)
-		return -ESTALE;
-	rc = op_begin(&op, loc, cred);
+	rc = op_begin_at(&op, loc, cred, node, NULL, &path);
 	if (rc)
-		goto out_free;
+		return rc;
 	rc = nfs_statvfs(op.nfs, path, st);
 	rc = op_end(&op, rc < 0 ? nfs_map_error(op.nfs, rc) : 0);
 	if (rc == 0) {
@@ -1481,7 +1477,6 @@ static int nfs_statfs_loc(void *l, const struct ff_cred *cred, ff_node *node, st
 		if (loc->read_only)
 			st->f_flag |= ST_RDONLY;
 	}
-out_free:
 	g_free(path);
 	return rc;
 }

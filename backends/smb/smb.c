@@ -1566,22 +1566,29 @@ static int smb_unlink_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg)
 	return smb_err_is_disconnect(rc2) ? rc2 : rc;
 }
 
-static int smb_unlink(void *loc_, const struct ff_cred *cred, ff_node *parent, const char *name)
+/* Remove `name` from `parent` with `fn` (unlink or rmdir). A sharing violation (EBUSY) may
+ * come from a file still open on a retired connection: once those are freed, try again. */
+static int remove_name(struct smb_loc *loc, ff_node *parent, const char *name,
+		       int (*fn)(struct smb_loc *, struct smb_conn *, void *))
 {
-	struct smb_loc *loc = loc_;
 	struct smb_path_arg a = { 0 };
 	int rc;
 
 	a.url = smb_url(loc, pn(parent), name);
 	if (!a.url)
 		return -ENOENT;
-	rc = smb_run(loc, false, smb_unlink_fn, &a);
+	rc = smb_run(loc, false, fn, &a);
 	if (rc == -EBUSY && smb_pool_wait_reaped(&loc->pool))
-		rc = smb_run(loc, false, smb_unlink_fn, &a);
+		rc = smb_run(loc, false, fn, &a);
 	if (rc == 0)
 		ff_pathtree_unlink(loc->tree, pn(parent), name);
 	g_free((char *)a.url);
 	return rc;
+}
+
+static int smb_unlink(void *loc_, const struct ff_cred *cred, ff_node *parent, const char *name)
+{
+	return remove_name(loc_, parent, name, smb_unlink_fn);
 }
 
 static int smb_rmdir_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg)
@@ -1595,20 +1602,7 @@ static int smb_rmdir_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg)
 
 static int smb_rmdir(void *loc_, const struct ff_cred *cred, ff_node *parent, const char *name)
 {
-	struct smb_loc *loc = loc_;
-	struct smb_path_arg a = { 0 };
-	int rc;
-
-	a.url = smb_url(loc, pn(parent), name);
-	if (!a.url)
-		return -ENOENT;
-	rc = smb_run(loc, false, smb_rmdir_fn, &a);
-	if (rc == -EBUSY && smb_pool_wait_reaped(&loc->pool))
-		rc = smb_run(loc, false, smb_rmdir_fn, &a);
-	if (rc == 0)
-		ff_pathtree_unlink(loc->tree, pn(parent), name);
-	g_free((char *)a.url);
-	return rc;
+	return remove_name(loc_, parent, name, smb_rmdir_fn);
 }
 
 /*
