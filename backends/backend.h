@@ -90,16 +90,18 @@ enum ff_caps {
  * looked up (no search permission, say), `node` is NULL and `st` minimal: the core then looks the
  * name up itself when the kernel asks for it. The callee takes ownership of
  * `node` whatever it returns. Returns 0 to continue, 1 when the buffer is full (the entry was
- * not taken: the next readdir() must start at it again), or -errno to stop. `next` is the
+ * not taken: the next readdir() must start at it again), 2 for a FF_NODE_BY_NAME entry it
+ * wants with a node (below), or -errno to stop. `next` is the
  * offset that resumes the listing after this entry. */
 typedef int (*ff_fill_fn)(void *buf, const char *name, const struct stat *st, off_t next,
 			  ff_node *node);
 
 /* As readdir()'s `node` in plus mode: `st` is complete, but no node was made, because making one
- * costs the backend more than it costs the core to find the object among its inodes. The core
- * uses the inode it has for (st_dev, st_ino) when the entry is neither a directory nor a
- * symlink (a junction is one of those), and looks the name up otherwise. Only for a backend
- * whose (st_dev, st_ino) cannot name another object while the core holds a node for it. */
+ * costs the backend more than it costs the core to find the object among its inodes. For an
+ * entry that is neither a directory nor a symlink (a junction is one of those), the core takes
+ * it when it has an inode for (st_dev, st_ino); otherwise fill() returns 2, takes nothing, and
+ * wants the same entry again with a node. Only for a backend whose (st_dev, st_ino) cannot name
+ * another object while the core holds a node for it. */
 #define FF_NODE_BY_NAME ((ff_node *)1)
 
 /* Ways the core is told of changes it did not make (FF_CAP_NOTIFY). */

@@ -60,8 +60,12 @@ static int fill(void *buf, const char *name, const struct stat *st, off_t next, 
 
 	bool by_name = node == FF_NODE_BY_NAME;
 
-	if (by_name)
+	if (by_name) {
+		if (S_ISDIR(st->st_mode) || S_ISLNK(st->st_mode) ||
+		    !ff_itab_find(dir->s->itab, dir->t.mnt->index, st->st_dev, st->st_ino))
+			return 2; /* a node, please */
 		node = NULL;
+	}
 	if (dir->hidden && g_hash_table_contains(dir->hidden, name)) {
 		if (node)
 			dir->t.mnt->be->ops->forget(dir->t.mnt->ctx, node);
@@ -71,7 +75,7 @@ static int fill(void *buf, const char *name, const struct stat *st, off_t next, 
 		copy.st_ino = ff_itab_predict(dir->s->itab, dir->t.mnt->index, st->st_dev,
 					      st->st_ino);
 	add(dir, name, &copy, node, false);
-	if (by_name && !S_ISDIR(st->st_mode) && !S_ISLNK(st->st_mode))
+	if (by_name)
 		g_array_index(dir->entries, struct ff_dirent, dir->entries->len - 1).bino =
 			st->st_ino;
 	return 0;

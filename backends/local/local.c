@@ -704,23 +704,26 @@ static int local_readdir(void *loc, const struct ff_cred *cred, ff_node *node, v
 			goto next;
 
 		/* A file's attributes cost one call, its node two more (open, and close when the
-		 * core has the file already): files go by name. Its descriptor keeps an object
-		 * the core holds from giving its (st_dev, st_ino) to another. */
+		 * core has the file already): a file goes by name first, with a node only when
+		 * the core asks for one. Its descriptor keeps an object the core holds from
+		 * giving its (st_dev, st_ino) to another. */
+		rc = 2;
 		if (plus && de->d_type == DT_REG &&
 		    fstatat(d->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-			child = FF_NODE_BY_NAME;
-		else if (plus && node_at(d->fd, de->d_name, &child, &st) == -ENOENT)
-			goto next; /* removed since it was listed */
-		if (!child) {
-			/* Plain mode, or a plus entry that cannot be looked up (no search
-			 * permission on the directory, out of descriptors...): the name without
-			 * a node, as getdents gives it; a lookup will report why. */
-			memset(&st, 0, sizeof(st));
-			st.st_ino = de->d_ino;
-			st.st_mode = DTTOIF(de->d_type); /* 0 for DT_UNKNOWN */
+			rc = fill(buf, de->d_name, &st, de->d_off, FF_NODE_BY_NAME);
+		if (rc == 2) {
+			if (plus && node_at(d->fd, de->d_name, &child, &st) == -ENOENT)
+				goto next; /* removed since it was listed */
+			if (!child) {
+				/* Plain mode, or a plus entry that cannot be looked up (no search
+				 * permission on the directory, out of descriptors...): the name
+				 * without a node, as getdents gives it; a lookup will report why. */
+				memset(&st, 0, sizeof(st));
+				st.st_ino = de->d_ino;
+				st.st_mode = DTTOIF(de->d_type); /* 0 for DT_UNKNOWN */
+			}
+			rc = fill(buf, de->d_name, &st, de->d_off, child); /* takes child */
 		}
-
-		rc = fill(buf, de->d_name, &st, de->d_off, child); /* takes child */
 		if (rc == 1) {
 			rc = 0; /* full: the entry stays pending, at d->pos */
 			break;
