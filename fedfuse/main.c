@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -250,6 +251,17 @@ static void raise_fd_limit(void)
 	}
 }
 
+/* Few malloc arenas. glibc gives each thread that allocates its own arena (up to 8 per core),
+ * so the inodes a `find` creates are spread over as many arenas as there were worker threads,
+ * each with its own slack. Two arenas (per-thread caches still serve the small allocations of
+ * a request) took a cached NFS inode from about 322 to 298 bytes. Not when MALLOC_ARENA_MAX
+ * says otherwise. */
+static void limit_arenas(void)
+{
+	if (!getenv("MALLOC_ARENA_MAX"))
+		mallopt(M_ARENA_MAX, 2);
+}
+
 static int serve(struct ff_state *s, struct fuse_cmdline_opts *cmd)
 {
 	struct fuse_loop_config *config;
@@ -337,6 +349,7 @@ int main(int argc, char *argv[])
 	g_mutex_init(&s.handles_lock);
 	s.handles = g_hash_table_new(g_direct_hash, g_direct_equal);
 	raise_fd_limit();
+	limit_arenas();
 	ff_log_init(true, cmd.debug);
 
 	s.se = fuse_session_new(&args, &ff_ops, sizeof(ff_ops), &s);

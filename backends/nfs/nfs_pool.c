@@ -112,7 +112,7 @@ static void mount_cb(int status, struct nfs_context *nfs, void *data, void *priv
 
 	w->done = 1;
 	w->status = status;
-	if (status < 0 && data)
+	if (status < 0 && data && !w->msg) /* the first reason; a cancellation may follow */
 		w->msg = g_strdup(data);
 }
 
@@ -194,9 +194,10 @@ out_destroy:
 				       w.msg ? w.msg
 					     : (nfs_get_error(nfs) ? nfs_get_error(nfs)
 								   : g_strerror(-rc)));
-	g_free(w.msg);
-	/* Destroying cancels what is pending; mount_cb writes into `w`, still alive here. */
+	/* Destroying cancels what is pending; mount_cb writes into `w` (a message for the
+	 * cancelled call among others), still alive here, so free its message only after. */
 	nfs_destroy_context(nfs);
+	g_free(w.msg);
 	*err = rc;
 	return NULL;
 }
