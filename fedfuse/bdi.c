@@ -31,14 +31,16 @@ static void unescape(char *s)
 	*out = '\0';
 }
 
-char *ff_bdi_device(const char *mountpoint)
+/* The "MAJOR:MINOR" device of the filesystem mounted last on `mountpoint` (absolute and
+ * canonical), from /proc/self/mountinfo; NULL when there is none. */
+static char *mount_device(const char *mountpoint)
 {
 	g_autofree char *text = NULL;
-	char *found = NULL;
+	char *found = NULL, *save = NULL;
 
 	if (!g_file_get_contents("/proc/self/mountinfo", &text, NULL, NULL))
 		return NULL;
-	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		/* ID PARENT MAJOR:MINOR ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE ... */
 		g_auto(GStrv) f = g_strsplit(line, " ", 0);
 		const char *sep = strstr(line, " - ");
@@ -63,7 +65,7 @@ void ff_bdi_set_readahead(const char *mountpoint, unsigned int kib)
 
 	if (kib == 0)
 		return;
-	dev = ff_bdi_device(mountpoint);
+	dev = mount_device(mountpoint);
 	if (!dev) {
 		ff_debug("read-ahead: %s is not in /proc/self/mountinfo", mountpoint);
 		return;

@@ -5,10 +5,6 @@
 #ifndef FEDFUSE_BDI_H
 #define FEDFUSE_BDI_H
 
-/* The "MAJOR:MINOR" device of the filesystem mounted last on `mountpoint` (an absolute,
- * canonical path), from /proc/self/mountinfo; NULL when there is none. */
-char *ff_bdi_device(const char *mountpoint);
-
 /* Set the read-ahead window of the FUSE filesystem just mounted on `mountpoint` to `kib` KiB.
  * The kernel gives a FUSE mount 128 KiB whatever the daemon asks for at INIT, which keeps
  * sequential reads to 128 KiB requests; a window as large as the largest read lets a network

@@ -15,7 +15,8 @@ struct ff_dirent {
 			 * readdirplus resolves the name like a lookup */
 	bool bare;	/* a namespace or control entry: listed without attributes, so that a
 			 * listing never waits for a location (the kernel looks it up on use) */
-	ino_t bino;	/* the backend's st_ino of a FF_NODE_BY_NAME entry, else 0 */
+	struct ff_inode *inode; /* a FF_NODE_BY_NAME entry's inode, with one lookup held for the
+				 * kernel until it is given the entry */
 };
 
 struct ff_dir {
@@ -34,6 +35,8 @@ static void entry_clear(struct ff_dir *dir, struct ff_dirent *d)
 {
 	if (d->node)
 		dir->t.mnt->be->ops->forget(dir->t.mnt->ctx, d->node);
+	if (d->inode)
+		ff_itab_forget(dir->s->itab, d->inode->ino, 1);
 	g_free(d->name);
 }
 
@@ -48,7 +51,7 @@ static void entries_clear(struct ff_dir *dir)
 static void add(struct ff_dir *dir, const char *name, const struct stat *st, ff_node *node,
 		bool bare)
 {
-	struct ff_dirent d = { g_strdup(name), *st, node, bare, 0 };
+	struct ff_dirent d = { g_strdup(name), *st, node, bare, NULL };
 
 	g_array_append_val(dir->entries, d);
 }
@@ -56,28 +59,28 @@ static void add(struct ff_dir *dir, const char *name, const struct stat *st, ff_
 static int fill(void *buf, const char *name, const struct stat *st, off_t next, ff_node *node)
 {
 	struct ff_dir *dir = buf;
+	struct ff_inode *inode = NULL;
 	struct stat copy = *st;
 
-	bool by_name = node == FF_NODE_BY_NAME;
-
-	if (by_name) {
-		if (S_ISDIR(st->st_mode) || S_ISLNK(st->st_mode) ||
-		    !ff_itab_find(dir->s->itab, dir->t.mnt->index, st->st_dev, st->st_ino))
-			return 2; /* a node, please */
-		node = NULL;
-	}
 	if (dir->hidden && g_hash_table_contains(dir->hidden, name)) {
-		if (node)
+		if (node && node != FF_NODE_BY_NAME)
 			dir->t.mnt->be->ops->forget(dir->t.mnt->ctx, node);
 		return 0;
 	}
-	if (!node) /* d_ino as stat will report it */
+	if (node == FF_NODE_BY_NAME) {
+		if (S_ISDIR(st->st_mode) || S_ISLNK(st->st_mode))
+			return 2; /* a node, please */
+		inode = ff_itab_find_ref(dir->s->itab, dir->t.mnt->index, st->st_dev, st->st_ino);
+		if (!inode)
+			return 2;
+		node = NULL;
+		copy.st_ino = inode->ino;
+	} else if (!node) { /* d_ino as stat will report it */
 		copy.st_ino = ff_itab_predict(dir->s->itab, dir->t.mnt->index, st->st_dev,
 					      st->st_ino);
+	}
 	add(dir, name, &copy, node, false);
-	if (by_name)
-		g_array_index(dir->entries, struct ff_dirent, dir->entries->len - 1).bino =
-			st->st_ino;
+	g_array_index(dir->entries, struct ff_dirent, dir->entries->len - 1).inode = inode;
 	return 0;
 }
 
@@ -196,8 +199,9 @@ static size_t add_plus(struct ff_state *s, fuse_req_t req, const struct ff_cred 
 	}
 	if (d->bare) {
 		e.attr = d->st; /* e.ino 0: the kernel takes no reference */
-	} else if (d->bino && ff_resolve_known(s, dir->t.mnt, d->bino, &d->st, &e)) {
-		/* an inode the table has: no lookup */
+	} else if (d->inode) { /* an inode the table has: no lookup */
+		ff_resolve_entry_held(dir->t.mnt, d->inode, &d->st, &e);
+		d->inode = NULL; /* its lookup is the kernel's now */
 	} else if (ff_resolve_lookup(s, cred, dir->inode, d->name, &e) < 0) {
 		/* Vanished or unreachable: list the name; a later lookup reports why. */
 		memset(&e, 0, sizeof(e));

@@ -90,15 +90,10 @@ void ff_resolve_entry(struct ff_state *s, struct ff_mount *mnt, ff_node *bnode,
 	fill_entry(inode, st, mnt->attr_timeout, e);
 }
 
-bool ff_resolve_known(struct ff_state *s, struct ff_mount *mnt, ino_t bino,
-		      const struct stat *st, struct fuse_entry_param *e)
+void ff_resolve_entry_held(struct ff_mount *mnt, struct ff_inode *inode, const struct stat *st,
+			   struct fuse_entry_param *e)
 {
-	struct ff_inode *inode = ff_itab_find_ref(s->itab, mnt->index, st->st_dev, bino);
-
-	if (!inode)
-		return false;
 	fill_entry(inode, st, mnt->attr_timeout, e);
-	return true;
 }
 
 void ff_virtual_stat(struct ff_state *s, struct ff_inode *inode, struct stat *st)

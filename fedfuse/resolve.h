@@ -30,10 +30,10 @@ int ff_resolve_lookup(struct ff_state *s, const struct ff_cred *cred, struct ff_
 void ff_resolve_entry(struct ff_state *s, struct ff_mount *mnt, ff_node *bnode,
 		      const struct stat *st, struct fuse_entry_param *e);
 
-/* The entry for object (st_dev, bino) of `mnt` if the table has its inode, counting one kernel
- * lookup (a readdirplus entry given as FF_NODE_BY_NAME); false when it has none. */
-bool ff_resolve_known(struct ff_state *s, struct ff_mount *mnt, ino_t bino,
-		      const struct stat *st, struct fuse_entry_param *e);
+/* The entry for an inode of `mnt` the caller holds one lookup of, which passes to the kernel
+ * with the entry (a readdirplus entry given as FF_NODE_BY_NAME). */
+void ff_resolve_entry_held(struct ff_mount *mnt, struct ff_inode *inode, const struct stat *st,
+			   struct fuse_entry_param *e);
 
 /* Whether a referral with on-unreachable=skip is hidden now: every location is down. */
 bool ff_resolve_referral_hidden(struct ff_state *s, const struct ff_referral *ref);
