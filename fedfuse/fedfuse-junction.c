@@ -24,6 +24,7 @@
 #include <glib.h>
 
 #include "fedfuse/junction.h"
+#include "fedfuse/readfile.h"
 
 #define EXIT_USAGE 2
 #define DEFAULT_TIMEOUT 5.0 /* seconds a TCP probe of `check` may take */
@@ -1090,36 +1091,12 @@ out_free:
 static char *read_control(const char *dir, const char *name)
 {
 	char *path = g_build_filename(dir, name, NULL);
-	GString *buf = g_string_new(NULL);
-	char chunk[65536];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int e = 0;
+	char *text = ff_read_file(path, CONTROL_FILE_MAX, NULL);
+	int e = errno;
 
 	g_free(path);
-	if (fd < 0) {
-		e = errno;
-		goto out_fail;
-	}
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof(chunk));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			e = errno;
-			break;
-		}
-		if (n == 0 || buf->len + n > CONTROL_FILE_MAX)
-			break;
-		g_string_append_len(buf, chunk, n);
-	}
-	close(fd);
-	if (!e)
-		return g_string_free(buf, FALSE);
-out_fail:
-	g_string_free(buf, TRUE);
 	errno = e;
-	return NULL;
+	return text;
 }
 
 /* One row of a table: cells padded to `width`, "-" for a missing one. */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "fedfuse/namespace.h"
+#include "fedfuse/readfile.h"
 
 #define NS_FILE_MAX (1 << 20)	 /* bytes; a bigger namespace file is a mistake (or /dev/zero) */
 #define NS_NAME_MAX 255		 /* bytes in one path component, as NAME_MAX */
@@ -972,46 +973,16 @@ static struct ff_namespace *namespace_new(const char *file)
 /* Read the whole file, refusing more than NS_FILE_MAX bytes. */
 static char *read_text(const char *file, size_t *len, GError **err)
 {
-	GString *buf;
-	char chunk[8192];
-	int fd, e;
+	char *text = ff_read_file(file, NS_FILE_MAX, len);
+	int e = errno;
 
-	fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		e = errno;
+	if (!text && e == EFBIG)
+		g_set_error(err, G_FILE_ERROR, G_FILE_ERROR_FAILED, "%s:0: larger than %d bytes",
+			    file, NS_FILE_MAX);
+	else if (!text)
 		g_set_error(err, G_FILE_ERROR, g_file_error_from_errno(e), "%s:0: cannot read: %s",
 			    file, g_strerror(e));
-		return NULL;
-	}
-	buf = g_string_new(NULL);
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof(chunk));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			e = errno;
-			g_set_error(err, G_FILE_ERROR, g_file_error_from_errno(e),
-				    "%s:0: cannot read: %s", file, g_strerror(e));
-			goto out_free;
-		}
-		if (n == 0)
-			break;
-		if (buf->len + n > NS_FILE_MAX) {
-			g_set_error(err, G_FILE_ERROR, G_FILE_ERROR_FAILED,
-				    "%s:0: larger than %d bytes", file, NS_FILE_MAX);
-			goto out_free;
-		}
-		g_string_append_len(buf, chunk, n);
-	}
-	close(fd);
-	*len = buf->len;
-	return g_string_free(buf, FALSE);
-
-out_free:
-	g_string_free(buf, TRUE);
-	close(fd);
-	return NULL;
+	return text;
 }
 
 struct ff_namespace *ff_namespace_load(const char *file, ff_location_check_fn check, void *data,

@@ -687,6 +687,31 @@ static void test_error_missing_file(void)
 	g_free(path);
 }
 
+/* A file past 1 MiB (or /dev/zero) is refused as a whole, not read until memory runs out. */
+static void test_error_too_large(void)
+{
+	size_t size = (1 << 20) + 1;
+	char *text = g_malloc(size);
+	char *path, *want;
+	GError *err = NULL;
+
+	memset(text, '#', size); /* one long comment */
+	path = write_len("large.conf", text, size);
+	want = g_strdup_printf("%s:0: larger than %d bytes", path, 1 << 20);
+	g_assert_null(ff_namespace_load(path, NULL, NULL, &err));
+	g_assert_cmpstr(err->message, ==, want);
+	g_clear_error(&err);
+	g_free(want);
+
+	want = g_strdup_printf("/dev/zero:0: larger than %d bytes", 1 << 20);
+	g_assert_null(ff_namespace_load("/dev/zero", NULL, NULL, &err));
+	g_assert_cmpstr(err->message, ==, want);
+	g_clear_error(&err);
+	g_free(want);
+	g_free(path);
+	g_free(text);
+}
+
 static void test_error_nul_byte(void)
 {
 	static const char text[] = "[/a]\nlocations=file:///a\0b\n";
@@ -1056,6 +1081,7 @@ int main(int argc, char **argv)
 	}
 	g_test_add_func("/namespace/error/file/missing", test_error_missing_file);
 	g_test_add_func("/namespace/error/syntax/nul-byte", test_error_nul_byte);
+	g_test_add_func("/namespace/error/too-large", test_error_too_large);
 	g_test_add_func("/namespace/error/long-paths", test_error_long_paths);
 	g_test_add_func("/namespace/error/credentials/owner", test_error_credentials_owner);
 	g_test_add_func("/namespace/error/check-callback", test_error_check);
