@@ -32,7 +32,7 @@
 #include <fcntl.h>
 
 #define FF_BACKEND_ABI_MAJOR 1 /* incompatible changes bump this; the core refuses others */
-#define FF_BACKEND_ABI_MINOR 0 /* compatible additions (new ops at the end) bump this */
+#define FF_BACKEND_ABI_MINOR 1 /* compatible additions (new ops at the end) bump this */
 #define FF_BACKEND_SYMBOL "fedfuse_backend"
 
 /* An object (file, directory, symlink, ...) inside a location, as the backend represents it.
@@ -58,6 +58,9 @@ struct ff_location_spec {
 	gid_t gid;
 	mode_t file_mode; /* default 0644 */
 	mode_t dir_mode;  /* default 0755 */
+	/* ABI minor 1: the namespace wants changes by others watched (watch=, DESIGN §6). The
+	 * core passes a notify to mount() only then. */
+	bool watch;
 };
 
 /* The caller of an operation, from the FUSE request. */
@@ -104,12 +107,17 @@ typedef int (*ff_fill_fn)(void *buf, const char *name, const struct stat *st, of
  * another object while the core holds a node for it. */
 #define FF_NODE_BY_NAME ((ff_node *)1)
 
-/* Ways the core is told of changes it did not make (FF_CAP_NOTIFY). */
+/* Ways the core is told of changes it did not make (FF_CAP_NOTIFY). A backend calls these
+ * from a thread of its own, never from inside an operation, for changes made by anything but
+ * the daemon itself: what the daemon did came through the mount, and the kernel knows it
+ * already. The identities are those lookup() reports (st_dev, st_ino); ones the core does not
+ * hold cost one table search. Callbacks may come until unmount() returns. */
 struct ff_notify {
 	void *data;
 	/* Something about the object with this identity changed (attributes or data). */
 	void (*inval_inode)(void *data, dev_t dev, ino_t ino);
-	/* The entry `name` in the directory with this identity was added, removed or renamed. */
+	/* The entry `name` in the directory with this identity was added, removed or renamed, or
+	 * the object it names changed what it is (a directory became a junction, say). */
 	void (*inval_entry)(void *data, dev_t dev, ino_t dir_ino, const char *name);
 };
 
@@ -235,6 +243,14 @@ struct ff_backend_ops {
 	ssize_t (*listxattr)(void *loc, const struct ff_cred *cred, ff_node *node, char *buf,
 			     size_t size);
 	int (*removexattr)(void *loc, const struct ff_cred *cred, ff_node *node, const char *name);
+
+	/* ---- ABI minor 1 ----------------------------------------------------------------------- */
+
+	/* FF_CAP_NOTIFY: true when mount() was given a notify and every change by others to the
+	 * location will be reported through it (a backend may find it cannot watch a location).
+	 * The core then lets the kernel cache the location's entries, attributes and listings
+	 * for long. */
+	bool (*watched)(void *loc);
 };
 
 /* The one symbol a backend module exports. */

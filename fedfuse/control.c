@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fedfuse/control.h"
+#include "fedfuse/notify.h"
 
 static const char *const files[] = { "stats", "namespace", "locations", NULL };
 #define NFILES (G_N_ELEMENTS(files) - 1)
@@ -75,6 +76,7 @@ char *ff_control_read(struct ff_state *s, uint64_t ino, size_t *len)
 	case 0:
 		g_string_append_printf(out, "inodes %zu\n", ff_itab_count(s->itab));
 		ff_jcache_describe(s->jcache, out);
+		ff_notify_describe(out);
 		ff_mounts_describe_stats(s->mounts, out);
 		break;
 	case 1: {

@@ -181,6 +181,11 @@ out_free:
 	return rc;
 }
 
+bool ff_dir_cacheable(const struct ff_dir *dir)
+{
+	return dir->t.mnt && dir->t.mnt->watched;
+}
+
 /* One readdirplus entry; returns the bytes used, 0 when it did not fit (nothing counted). */
 static size_t add_plus(struct ff_state *s, fuse_req_t req, const struct ff_cred *cred,
 		       struct ff_dir *dir, struct ff_dirent *d, char *buf, size_t rem, off_t next)

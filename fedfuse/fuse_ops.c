@@ -260,7 +260,7 @@ static void ff_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	} else {
 		st.st_ino = ino;
 		ff_resolve_fix_attr(op.inode, &st);
-		fuse_reply_attr(req, &st, op.t.mnt->attr_timeout);
+		fuse_reply_attr(req, &st, ff_mount_cache_timeout(op.t.mnt));
 	}
 	op_end(&op);
 }
@@ -397,7 +397,7 @@ static void ff_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 		e.ino = ino;
 		e.attr = st;
 		e.attr.st_ino = ino;
-		e.attr_timeout = e.entry_timeout = op.t.mnt->attr_timeout;
+		e.attr_timeout = e.entry_timeout = ff_mount_cache_timeout(op.t.mnt);
 		fuse_reply_entry(req, &e);
 	}
 	op_end(&op);
@@ -976,6 +976,8 @@ static void ff_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	fi->fh = (uintptr_t)dir;
+	if (ff_dir_cacheable(dir))
+		fi->cache_readdir = fi->keep_cache = 1;
 	handle_track(s, dir, true);
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		handle_untrack(s, dir);

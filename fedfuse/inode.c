@@ -143,6 +143,18 @@ struct ff_inode *ff_itab_find(struct ff_itab *itab, uint16_t mnt_index, dev_t de
 	return inode;
 }
 
+uint64_t ff_itab_find_number(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino)
+{
+	struct ff_inode *inode;
+	uint64_t ino;
+
+	g_mutex_lock(&itab->lock);
+	inode = find_locked(itab, mnt_index, dev, bino);
+	ino = inode ? inode->ino : 0;
+	g_mutex_unlock(&itab->lock);
+	return ino;
+}
+
 struct ff_inode *ff_itab_find_ref(struct ff_itab *itab, uint16_t mnt_index, dev_t dev,
 				  ino_t bino)
 {

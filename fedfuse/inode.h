@@ -108,7 +108,10 @@ struct ff_inode *ff_itab_intern_virtual(struct ff_itab *itab, uint64_t ino, cons
 /* The inode of object (mnt_index, dev, bino) if the table has it, counting nothing. */
 struct ff_inode *ff_itab_find(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino);
 
-/* The same, counting one lookup when found (atomically with finding it). */
+/* The number of object (mnt_index, dev, bino) if the table has it, else 0. */
+uint64_t ff_itab_find_number(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino);
+
+/* As ff_itab_find(), counting one lookup when found (atomically with finding it). */
 struct ff_inode *ff_itab_find_ref(struct ff_itab *itab, uint16_t mnt_index, dev_t dev,
 				  ino_t bino);
 

@@ -10,6 +10,7 @@
 #include "fedfuse/inode.h"
 #include "fedfuse/location.h"
 #include "fedfuse/log.h"
+#include "fedfuse/notify.h"
 #include "fedfuse/plugins.h"
 
 #define BACKOFF_MIN 1.0
@@ -50,15 +51,27 @@ static gpointer connector(gpointer data)
 
 	while ((req = g_async_queue_pop(queue)) != (gpointer)queue) { /* the queue: stop */
 		struct ff_mount *m = req->m;
+		const struct ff_backend *be = m->be;
+		const struct ff_notify *notify = NULL;
 		void *ctx = NULL;
 		char *msg = NULL;
-		int rc = m->be->ops->mount(&m->loc.spec, NULL, &ctx, &msg);
+		int rc;
+
+		if ((be->caps & FF_CAP_NOTIFY) && m->loc.spec.watch) {
+			ff_notify_init(&m->notify, m);
+			notify = &m->notify;
+		}
+		rc = be->ops->mount(&m->loc.spec, notify, &ctx, &msg);
 
 		g_mutex_lock(&req->lock);
 		req->rc = rc;
 		req->msg = msg;
-		if (rc == 0)
+		if (rc == 0) {
+			/* `watched` is an op of ABI minor 1: an older backend's ops end before it */
+			m->watched = notify && be->abi_minor >= 1 && be->ops->watched &&
+				     be->ops->watched(ctx);
 			m->ctx = ctx;
+		}
 		req->done = true;
 		g_cond_signal(&req->cond);
 		g_mutex_unlock(&req->lock);
@@ -197,8 +210,8 @@ void ff_mounts_free(struct ff_mounts *mounts)
 /* Everything that changes how a location is reached makes it a different mount. */
 static char *mount_key(const char *ns_path, const struct ff_location_spec *s, double attr_timeout)
 {
-	return g_strdup_printf("%s|%s|%g|%g|%d|%s|%d:%u|%d:%u|%o|%o", ns_path, s->uri, attr_timeout,
-			       s->timeout, s->read_only,
+	return g_strdup_printf("%s|%s|%g|%g|%d|%d|%s|%d:%u|%d:%u|%o|%o", ns_path, s->uri,
+			       attr_timeout, s->timeout, s->read_only, s->watch,
 			       s->credentials ? s->credentials : "", s->uid_set, (unsigned)s->uid,
 			       s->gid_set, (unsigned)s->gid, (unsigned)s->file_mode,
 			       (unsigned)s->dir_mode);
@@ -244,6 +257,11 @@ struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 	}
 	g_mutex_unlock(&mounts->lock);
 	return m;
+}
+
+double ff_mount_cache_timeout(const struct ff_mount *m)
+{
+	return m->watched ? FF_WATCHED_TIMEOUT : m->attr_timeout;
 }
 
 bool ff_errno_is_connection(int err)
@@ -378,6 +396,8 @@ static void describe_mount(struct ff_mount *m, gint64 now, GString *out)
 	g_string_append_printf(out, "%s\t%s\tstate=%s\tsince=%.0fs\topen=%d", m->ns_path,
 			       m->loc.spec.uri, state_name(m->state), (now - m->since) / 1e6,
 			       g_atomic_int_get(&m->open_files));
+	if (m->ctx)
+		g_string_append_printf(out, "\twatched=%s", m->watched ? "yes" : "no");
 	if (m->last_error)
 		g_string_append_printf(out, "\tlast-error=%s", m->last_error);
 	g_string_append_c(out, '\n');

@@ -49,13 +49,17 @@ struct ff_mount {
 	char *key;	/* what makes two locations the same mount */
 	char *ns_path;	/* the referral it serves: two referrals never share a mount */
 	struct ff_location loc;
-	double attr_timeout; /* seconds the kernel may cache its entries and attributes */
+	double attr_timeout; /* seconds the kernel may cache its entries and attributes, unless
+			      * watched (ff_mount_cache_timeout) */
 	/* For the location of a junction: the mount holding the junction (loops are found by
 	 * walking up), else NULL. */
 	struct ff_mount *parent;
 	int depth;
 	const struct ff_backend *be;
 	void *ctx; /* the backend's context once connected; never changes after */
+	/* Set with ctx: the backend reports changes by others through `notify`. */
+	bool watched;
+	struct ff_notify notify;
 
 	GMutex lock; /* guards the fields below; `state` is also read without it (atomically) */
 	int state; /* enum ff_mount_state */
@@ -99,6 +103,11 @@ int ff_mount_usable(struct ff_mount *m);
  * is a connection-level error (timeout, refused, reset, unreachable) or up when it succeeded
  * after being down. Returns rc. */
 int ff_mount_account(struct ff_mount *m, enum ff_op op, int rc, gint64 start_usec);
+
+/* How long the kernel may cache what it learns of `m` (a connected mount): long when every
+ * change by others is reported, the location's attr-timeout otherwise. */
+#define FF_WATCHED_TIMEOUT 3600.0
+double ff_mount_cache_timeout(const struct ff_mount *m);
 
 /* True for errors that mean "this location is unreachable", not "this request failed". */
 bool ff_errno_is_connection(int err);

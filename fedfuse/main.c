@@ -22,6 +22,7 @@
 #include "fedfuse/cred.h"
 #include "fedfuse/fedfuse.h"
 #include "fedfuse/log.h"
+#include "fedfuse/notify.h"
 #include "fedfuse/plugins.h"
 
 enum { KEY_NONOPT_SEEN = 100 };
@@ -369,6 +370,7 @@ int main(int argc, char *argv[])
 		ff_err("cannot set up SIGHUP handling");
 		goto out_unmount;
 	}
+	ff_notify_start(s.se, s.itab);
 	ff_info("serving %s on %s", s.opts.namespace_file, cmd.mountpoint);
 	ret = serve(&s, &cmd);
 	/* A signal that asked us to stop is a clean stop. */
@@ -376,6 +378,7 @@ int main(int argc, char *argv[])
 		ret = 0;
 	stop_reload(reloader);
 out_unmount:
+	ff_notify_stop();
 	fuse_session_unmount(s.se);
 out_signals:
 	fuse_remove_signal_handlers(s.se);

@@ -67,11 +67,11 @@ struct spec_opts {
 };
 
 static const char *const settings_keys[] = {
-	"junction-cache-ttl", "attr-timeout", "timeout", NULL,
+	"junction-cache-ttl", "attr-timeout", "timeout", "watch", NULL,
 };
 static const char *const referral_keys[] = {
 	"locations", "read-only", "timeout", "attr-timeout", "credentials", "on-unreachable",
-	"uid",	     "gid",	  "file-mode", "dir-mode", NULL,
+	"uid",	     "gid",	  "file-mode", "dir-mode", "watch", NULL,
 };
 
 static bool fail(struct loader *ld, int code, int line, const char *fmt, ...) G_GNUC_PRINTF(4, 5);
@@ -722,6 +722,8 @@ static bool load_settings(struct loader *ld, const struct scan_group *g)
 			ok = parse_seconds(ld, k, v, true, &ns->junction_cache_ttl);
 		else if (strcmp(k->name, "attr-timeout") == 0)
 			ok = parse_seconds(ld, k, v, true, &ns->attr_timeout);
+		else if (strcmp(k->name, "watch") == 0)
+			ok = parse_bool(ld, k, v, &ns->watch);
 		else
 			ok = parse_seconds(ld, k, v, false, &ns->timeout);
 		g_free(v);
@@ -740,6 +742,8 @@ static bool referral_key(struct loader *ld, const struct scan_key *k, const char
 
 	if (strcmp(name, "read-only") == 0)
 		return parse_bool(ld, k, v, &r->read_only);
+	if (strcmp(name, "watch") == 0)
+		return parse_bool(ld, k, v, &r->watch);
 	if (strcmp(name, "timeout") == 0)
 		return parse_seconds(ld, k, v, false, &r->timeout);
 	if (strcmp(name, "attr-timeout") == 0)
@@ -790,6 +794,7 @@ static bool finish_locations(struct loader *ld, struct ff_referral *r, const str
 
 		spec->timeout = r->timeout;
 		spec->read_only = r->read_only;
+		spec->watch = r->watch;
 		spec->credentials = r->credentials;
 		spec->uid_set = o->uid_set;
 		spec->uid = o->uid;
@@ -836,6 +841,7 @@ static bool load_referral(struct loader *ld, const struct scan_group *g)
 	r->locations = g_ptr_array_new_with_free_func(location_free);
 	r->timeout = ld->ns->timeout;
 	r->attr_timeout = ld->ns->attr_timeout;
+	r->watch = ld->ns->watch;
 	r->on_unreachable = FF_UNREACHABLE_ERROR;
 	g_ptr_array_add(ld->ns->referrals, r); /* the namespace frees it, also on error */
 
@@ -864,6 +870,49 @@ static bool load_referral(struct loader *ld, const struct scan_group *g)
 	return finish_locations(ld, r, &opts);
 }
 
+/* True when one of two absolute, normalised paths is the other or lies below it. */
+static bool paths_overlap(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	const char *longer = la >= lb ? a : b;
+	size_t n = MIN(la, lb);
+
+	if (n == 1) /* "/" holds everything */
+		return true;
+	return strncmp(a, b, n) == 0 && (longer[n] == '\0' || longer[n] == '/');
+}
+
+/*
+ * The daemon drops the change events its own operations cause, since the kernel saw those
+ * through the mount. Two referrals whose directories overlap are two mounts of the same
+ * objects: what is done through one would never reach the other's kernel caches. Such
+ * locations are not watched (they keep their attr-timeout).
+ */
+static void unwatch_overlaps(struct ff_namespace *ns)
+{
+	for (guint i = 0; i < ns->referrals->len; i++) {
+		const struct ff_referral *r = ns->referrals->pdata[i];
+
+		for (guint j = 0; j < r->locations->len; j++) {
+			struct ff_location *a = r->locations->pdata[j];
+
+			if (strcmp(a->spec.scheme, "file") != 0)
+				continue;
+			for (guint k = 0; k < ns->referrals->len; k++) {
+				const struct ff_referral *o = ns->referrals->pdata[k];
+
+				for (guint l = 0; k != i && l < o->locations->len; l++) {
+					const struct ff_location *b = o->locations->pdata[l];
+
+					if (strcmp(b->spec.scheme, "file") == 0 &&
+					    paths_overlap(a->spec.path, b->spec.path))
+						a->spec.watch = false;
+				}
+			}
+		}
+	}
+}
+
 /* [namespace] first, wherever it is, since referrals inherit its timeouts. */
 static bool load_values(struct loader *ld)
 {
@@ -879,6 +928,7 @@ static bool load_values(struct loader *ld)
 		if (g->kind == GROUP_REFERRAL && !load_referral(ld, g))
 			return false;
 	}
+	unwatch_overlaps(ld->ns);
 	return true;
 }
 
@@ -964,6 +1014,7 @@ static struct ff_namespace *namespace_new(const char *file)
 	ns->junction_cache_ttl = DEFAULT_JUNCTION_CACHE_TTL;
 	ns->attr_timeout = DEFAULT_ATTR_TIMEOUT;
 	ns->timeout = DEFAULT_TIMEOUT;
+	ns->watch = true;
 	ns->referrals = g_ptr_array_new_with_free_func(referral_free);
 	ns->nodes = g_ptr_array_new_with_free_func(node_free);
 	ns->root = node_add(ns, NULL, "");
@@ -1161,7 +1212,8 @@ static void describe_node(GString *out, const struct ff_ns_node *node)
 		append_seconds(out, "timeout", r->timeout);
 		g_string_append_c(out, ' ');
 		append_seconds(out, "attr-timeout", r->attr_timeout);
-		g_string_append_printf(out, " on-unreachable=%s",
+		g_string_append_printf(out, " watch=%s on-unreachable=%s",
+				       r->watch ? "true" : "false",
 				       r->on_unreachable == FF_UNREACHABLE_SKIP ? "skip" : "error");
 		if (r->credentials)
 			g_string_append_printf(out, " credentials=%s", r->credentials);
@@ -1186,7 +1238,7 @@ char *ff_namespace_describe(const struct ff_namespace *ns)
 	append_seconds(out, "attr-timeout", ns->attr_timeout);
 	g_string_append_c(out, '\n');
 	append_seconds(out, "timeout", ns->timeout);
-	g_string_append_c(out, '\n');
+	g_string_append_printf(out, "\nwatch=%s\n", ns->watch ? "true" : "false");
 	describe_node(out, ns->root);
 	return g_string_free(out, FALSE);
 }

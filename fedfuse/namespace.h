@@ -26,6 +26,7 @@ struct ff_referral {
 	bool read_only;
 	double timeout;	     /* seconds */
 	double attr_timeout; /* seconds */
+	bool watch;	     /* watch= as written; a location's spec.watch says if it is */
 	enum ff_unreachable on_unreachable;
 	char *credentials; /* file path or NULL */
 	int line;	   /* line of the [group] */
@@ -48,6 +49,7 @@ struct ff_namespace {
 	double junction_cache_ttl; /* seconds; 0 disables */
 	double attr_timeout;	   /* seconds */
 	double timeout;		   /* seconds */
+	bool watch;		   /* referrals' default */
 	struct ff_ns_node *root;
 	GPtrArray *referrals; /* struct ff_referral *, in file order */
 	GPtrArray *nodes;     /* every node, indexed by id - 1 */

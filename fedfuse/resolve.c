@@ -14,12 +14,10 @@
 
 #define JUNCTION_DEPTH_MAX 16
 
-double ff_attr_timeout(struct ff_state *s, struct ff_mount *mnt)
+double ff_attr_timeout(struct ff_state *s)
 {
 	double t;
 
-	if (mnt)
-		return mnt->attr_timeout;
 	g_mutex_lock(&s->ns_lock);
 	t = s->ns->attr_timeout;
 	g_mutex_unlock(&s->ns_lock);
@@ -87,13 +85,13 @@ void ff_resolve_entry(struct ff_state *s, struct ff_mount *mnt, ff_node *bnode,
 {
 	struct ff_inode *inode = intern(s, mnt, bnode, st);
 
-	fill_entry(inode, st, mnt->attr_timeout, e);
+	fill_entry(inode, st, ff_mount_cache_timeout(mnt), e);
 }
 
 void ff_resolve_entry_held(struct ff_mount *mnt, struct ff_inode *inode, const struct stat *st,
 			   struct fuse_entry_param *e)
 {
-	fill_entry(inode, st, mnt->attr_timeout, e);
+	fill_entry(inode, st, ff_mount_cache_timeout(mnt), e);
 }
 
 void ff_virtual_stat(struct ff_state *s, struct ff_inode *inode, struct stat *st)
@@ -161,7 +159,8 @@ static int enter_mount(struct ff_state *s, const struct ff_cred *cred, struct ff
 	int rc;
 
 	g_mutex_lock(&m->lock);
-	if (m->root_known && start - m->root_time < (gint64)(m->attr_timeout * G_USEC_PER_SEC)) {
+	if (m->root_known &&
+	    start - m->root_time < (gint64)(ff_mount_cache_timeout(m) * G_USEC_PER_SEC)) {
 		st = m->root_st;
 		inode = ff_itab_find_ref(s->itab, m->index, st.st_dev, st.st_ino);
 	}
@@ -179,7 +178,7 @@ static int enter_mount(struct ff_state *s, const struct ff_cred *cred, struct ff
 		g_mutex_unlock(&m->lock);
 	}
 	set_ns_path(inode, ns_path);
-	fill_entry(inode, &st, m->attr_timeout, e);
+	fill_entry(inode, &st, ff_mount_cache_timeout(m), e);
 	return 0;
 }
 
@@ -426,7 +425,7 @@ static int lookup_ns(struct ff_state *s, const struct ff_cred *cred, struct ff_t
 		if (rc == 0 && S_ISDIR(st.st_mode)) {
 			inode = intern(s, parent->mnt, bnode, &st);
 			set_ns_path(inode, node->path);
-			fill_entry(inode, &st, parent->mnt->attr_timeout, e);
+			fill_entry(inode, &st, ff_mount_cache_timeout(parent->mnt), e);
 			return 0;
 		}
 		if (rc == 0)
@@ -436,7 +435,7 @@ static int lookup_ns(struct ff_state *s, const struct ff_cred *cred, struct ff_t
 	}
 	inode = ff_itab_intern_virtual(s->itab, 0, node->path);
 	ff_virtual_stat(s, inode, &st);
-	fill_entry(inode, &st, ff_attr_timeout(s, NULL), e);
+	fill_entry(inode, &st, ff_attr_timeout(s), e);
 	return 0;
 }
 
@@ -489,7 +488,7 @@ int ff_resolve_lookup(struct ff_state *s, const struct ff_cred *cred, struct ff_
 
 		if (dir) /* no longer (or never) part of the namespace tree */
 			set_ns_path(inode, NULL);
-		fill_entry(inode, &st, t.mnt->attr_timeout, e);
+		fill_entry(inode, &st, ff_mount_cache_timeout(t.mnt), e);
 	}
 out_put:
 	ff_target_put(s, &t);
@@ -528,7 +527,7 @@ int ff_resolve_getattr(struct ff_state *s, const struct ff_cred *cred, struct ff
 		return rc;
 	if (!t.mnt) {
 		ff_virtual_stat(s, inode, st);
-		*timeout = ff_attr_timeout(s, NULL);
+		*timeout = ff_attr_timeout(s);
 		return 0;
 	}
 	start = g_get_monotonic_time();
@@ -536,7 +535,7 @@ int ff_resolve_getattr(struct ff_state *s, const struct ff_cred *cred, struct ff
 	rc = ff_mount_account(t.mnt, FF_OP_GETATTR, rc, start);
 	st->st_ino = inode->ino;
 	ff_resolve_fix_attr(inode, st);
-	*timeout = t.mnt->attr_timeout;
+	*timeout = ff_mount_cache_timeout(t.mnt);
 	ff_target_put(s, &t);
 	return rc;
 }

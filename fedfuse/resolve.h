@@ -53,8 +53,9 @@ int ff_resolve_getattr(struct ff_state *s, const struct ff_cred *cred, struct ff
 /* Attributes of a virtual directory. */
 void ff_virtual_stat(struct ff_state *s, struct ff_inode *inode, struct stat *st);
 
-/* Seconds the kernel may cache entries and attributes of objects of `mnt` (NULL: virtual). */
-double ff_attr_timeout(struct ff_state *s, struct ff_mount *mnt);
+/* Seconds the kernel may cache entries and attributes of virtual directories (those of a
+ * location's objects: ff_mount_cache_timeout()). */
+double ff_attr_timeout(struct ff_state *s);
 
 /* A copy of the inode's namespace path, or NULL. */
 char *ff_inode_ns_path(struct ff_inode *inode);

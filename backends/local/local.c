@@ -20,12 +20,14 @@
 
 #include "backends/backend.h"
 #include "backends/local/local_cred.h"
+#include "backends/local/local_watch.h"
 
 /* One mounted location. Read-only after mount(), so shared by all threads without a lock. */
 struct local_loc {
 	const struct ff_location_spec *spec;
 	int root_fd;  /* O_PATH|O_DIRECTORY; the admin's path, symlinks in it followed once */
 	bool as_root; /* the daemon runs as root (and acts for callers, see local_cred.h) */
+	struct local_watch *watch; /* changes by others are reported, or NULL */
 };
 
 /* A node: the object itself (never a symlink's target), by descriptor. The core dedups nodes by
@@ -133,6 +135,13 @@ static int local_mount(const struct ff_location_spec *spec, const struct ff_noti
 	l->spec = spec;
 	l->root_fd = fd;
 	l->as_root = geteuid() == 0;
+	if (notify) {
+		const char *why = NULL;
+
+		l->watch = local_watch_start(fd, spec->path, notify, &why);
+		if (!l->watch)
+			g_message("%s: changes by others are not watched: %s", spec->uri, why);
+	}
 	*loc = l;
 	return 0;
 
@@ -149,8 +158,14 @@ static void local_unmount(void *loc)
 {
 	struct local_loc *l = loc;
 
+	local_watch_stop(l->watch);
 	close(l->root_fd);
 	g_free(l);
+}
+
+static bool local_watched(void *loc)
+{
+	return ((struct local_loc *)loc)->watch != NULL;
 }
 
 /* ---- nodes ------------------------------------------------------------------------------ */
@@ -880,6 +895,8 @@ static const struct ff_backend_ops local_ops = {
 	.getxattr = local_getxattr,
 	.listxattr = local_listxattr,
 	.removexattr = local_removexattr,
+
+	.watched = local_watched,
 };
 
 __attribute__((visibility("default"))) const struct ff_backend fedfuse_backend = {
@@ -888,6 +905,6 @@ __attribute__((visibility("default"))) const struct ff_backend fedfuse_backend =
 	.scheme = "file",
 	.description = "directories on this machine",
 	.caps = FF_CAP_XATTR | FF_CAP_HARDLINKS | FF_CAP_SYMLINKS | FF_CAP_SPECIAL | FF_CAP_LOCAL |
-		FF_CAP_POSIX_OWNERS,
+		FF_CAP_POSIX_OWNERS | FF_CAP_NOTIFY,
 	.ops = &local_ops,
 };

@@ -341,29 +341,83 @@ static void test_describe(void)
 		"junction-cache-ttl=60\n"
 		"attr-timeout=0.5\n"
 		"timeout=30\n"
+		"watch=true\n"
 		"/ referral locations=file://localhost/srv/root read-only=false timeout=30 "
-		"attr-timeout=0.5 on-unreachable=error file-mode=0644 dir-mode=0755\n"
+		"attr-timeout=0.5 watch=true on-unreachable=error file-mode=0644 dir-mode=0755\n"
 		"/corp virtual\n"
 		"/corp/x virtual\n"
 		"/corp/x/y referral locations=file:///srv/y read-only=false timeout=30 "
-		"attr-timeout=0.5 on-unreachable=error file-mode=0644 dir-mode=0755\n"
+		"attr-timeout=0.5 watch=true on-unreachable=error file-mode=0644 dir-mode=0755\n"
 		"/home referral locations=file:///srv/home;"
 		"nfs://[::1]:2050/export/home?version=3&mountport=20048;"
 		"smb://nas.example.org:4445/home/users read-only=true timeout=5 attr-timeout=0 "
-		"on-unreachable=skip credentials=@D@/good.cred uid=0 gid=1234 file-mode=0600 "
+		"watch=true on-unreachable=skip credentials=@D@/good.cred uid=0 gid=1234 file-mode=0600 "
 		"dir-mode=0700\n"
 		"/projects virtual\n"
 		"/projects/alpha referral "
 		"locations=nfs://filer1.example.org/export/alpha?version=4;"
 		"smb://filer2.example.org/alpha read-only=false timeout=30 attr-timeout=0.5 "
-		"on-unreachable=error file-mode=0644 dir-mode=0755\n"
+		"watch=true on-unreachable=error file-mode=0644 dir-mode=0755\n"
 		"/projects/alpha/beta referral locations=smb://filer2.example.org/beta/sub%20dir "
-		"read-only=false timeout=30 attr-timeout=0.5 on-unreachable=error file-mode=0644 "
-		"dir-mode=0755\n");
+		"read-only=false timeout=30 attr-timeout=0.5 watch=true on-unreachable=error "
+		"file-mode=0644 dir-mode=0755\n");
 
 	g_assert_cmpstr(text, ==, want);
 	g_free(want);
 	g_free(text);
+	ff_namespace_unref(ns);
+}
+
+static bool location_watched(const struct ff_namespace *ns, const char *path)
+{
+	const struct ff_referral *r = ff_namespace_resolve(ns, path, NULL);
+
+	g_assert_nonnull(r);
+	return loc_at(r, 0)->spec.watch;
+}
+
+/* watch= in [namespace] is the referrals' default; a referral may say otherwise. */
+static void test_watch(void)
+{
+	struct ff_namespace *ns = load_ok("[namespace]\nwatch=false\n"
+					  "[/a]\nlocations=file:///srv/a\n"
+					  "[/b]\nlocations=file:///srv/b\nwatch=true\n",
+					  NULL, NULL);
+
+	g_assert_false(ns->watch);
+	g_assert_false(location_watched(ns, "/a"));
+	g_assert_true(location_watched(ns, "/b"));
+	ff_namespace_unref(ns);
+
+	ns = load_ok("[/a]\nlocations=file:///srv/a\nwatch=0\n", NULL, NULL);
+	g_assert_false(location_watched(ns, "/a"));
+	ff_namespace_unref(ns);
+}
+
+/* Two referrals that show the same local objects are not watched (changes made through one
+ * would never reach the other's cache); ones beside each other are. */
+static void test_watch_overlaps(void)
+{
+	struct ff_namespace *ns = load_ok("[/a]\nlocations=file:///srv/data\n"
+					  "[/b]\nlocations=file:///srv/data/sub\n"
+					  "[/c]\nlocations=file:///srv/datab\n"
+					  "[/d]\nlocations=file:///srv/other\n"
+					  "[/e]\nlocations=file:///srv/other\n"
+					  "[/f]\nlocations=nfs://h/srv/data\n",
+					  NULL, NULL);
+
+	g_assert_false(location_watched(ns, "/a"));
+	g_assert_false(location_watched(ns, "/b"));
+	g_assert_true(location_watched(ns, "/c")); /* /srv/datab is not below /srv/data */
+	g_assert_false(location_watched(ns, "/d"));
+	g_assert_false(location_watched(ns, "/e"));
+	g_assert_true(location_watched(ns, "/f")); /* not a local path */
+	g_assert_true(((const struct ff_referral *)ff_namespace_resolve(ns, "/a", NULL))->watch);
+	ff_namespace_unref(ns);
+
+	ns = load_ok("[/]\nlocations=file:///\n[/x]\nlocations=file:///srv/x\n", NULL, NULL);
+	g_assert_false(location_watched(ns, "/"));
+	g_assert_false(location_watched(ns, "/x"));
 	ff_namespace_unref(ns);
 }
 
@@ -391,6 +445,9 @@ static void test_defaults(void)
 	g_assert_cmpuint(l->spec.file_mode, ==, 0644);
 	g_assert_cmpuint(l->spec.dir_mode, ==, 0755);
 	g_assert_cmpfloat(l->spec.timeout, ==, 15);
+	g_assert_true(ns->watch);
+	g_assert_true(r->watch);
+	g_assert_true(l->spec.watch);
 
 	/* no "/" referral: the root and /a are virtual */
 	g_assert_null(ns->root->referral);
@@ -530,6 +587,8 @@ static const struct error_case error_cases[] = {
 	  "2: junction-cache-ttl: '' is not a number of seconds (0 or more)" },
 	{ "value/bool", "[/a]\n" LOC "read-only=yes\n",
 	  "3: read-only: 'yes' is not true or false" },
+	{ "value/watch", "[/a]\n" LOC "watch=on\n", "3: watch: 'on' is not true or false" },
+	{ "value/watch-settings", "[namespace]\nwatch=\n", "2: watch: '' is not true or false" },
 	{ "value/octal-digit", "[/a]\n" LOC "file-mode=0999\n",
 	  "3: file-mode: '0999' is not an octal mode from 0000 to 07777" },
 	{ "value/octal-big", "[/a]\n" LOC "dir-mode=10000\n",
@@ -1072,6 +1131,8 @@ int main(int argc, char **argv)
 	g_test_add_func("/namespace/valid/resolve", test_resolve);
 	g_test_add_func("/namespace/valid/describe", test_describe);
 	g_test_add_func("/namespace/valid/defaults", test_defaults);
+	g_test_add_func("/namespace/valid/watch", test_watch);
+	g_test_add_func("/namespace/valid/watch-overlaps", test_watch_overlaps);
 	g_test_add_func("/namespace/valid/edge", test_valid_edge);
 	for (guint i = 0; i < G_N_ELEMENTS(error_cases); i++) {
 		char *name = g_strconcat("/namespace/error/", error_cases[i].name, NULL);

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * notify.h - change notification (DESIGN §6): what a backend reports of changes made by others
+ * becomes invalidations of the kernel's caches, for the inodes and entries the kernel may hold.
+ */
+#ifndef FEDFUSE_NOTIFY_H
+#define FEDFUSE_NOTIFY_H
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+#include <glib.h>
+
+#include "backends/backend.h"
+#include "fedfuse/inode.h"
+
+struct ff_mount;
+
+/* Deliver reports to the kernel through `se`, finding inodes in `itab`. Before it (and after
+ * ff_notify_stop) reports are dropped: nothing is cached that they could invalidate. */
+void ff_notify_start(struct fuse_session *se, struct ff_itab *itab);
+/* Drop reports from now on; returns once none is being delivered. Call it before the session
+ * or the table goes away. */
+void ff_notify_stop(void);
+
+/* The callbacks a backend gets for the location of `m`. */
+void ff_notify_init(struct ff_notify *n, struct ff_mount *m);
+
+/* "notify invalidations=N" for /.fedfuse/stats: kernel invalidations sent for others' changes. */
+void ff_notify_describe(GString *out);
+
+#endif /* FEDFUSE_NOTIFY_H */

@@ -1,0 +1,213 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Change notification of local locations (DESIGN §6): changes that other programs make to a
+watched file:// location are visible through the mount at once, although the kernel caches the
+location's entries, attributes and listings for long; the daemon's own changes are not reported
+back to it.
+
+Every mount here sets attr-timeout to 600 s, so that a change seen within the few seconds a test
+waits was seen because it was reported, not because a cache expired. The daemon runs as root,
+as in CI, so the file:// locations are watched with fanotify.
+"""
+
+import os
+import stat
+import time
+
+import pytest
+
+from servers_util import read_locations, read_stats, location_ops
+from util import read_file, wait_until, write_file
+
+SEEN = 5.0  # seconds a change by others may take to show (events are delivered asynchronously)
+LONG = "600"  # attr-timeout: what an unwatched location would cache for
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="watching needs a daemon run by root")
+
+
+def ns_text(referrals, **options):
+    """referrals: [(path, dir, {key: value})], all file:// locations."""
+    opts = dict({"attr-timeout": LONG, "timeout": "5"},
+                **{k.replace("_", "-"): v for k, v in options.items()})
+    lines = ["[namespace]"] + [f"{k}={v}" for k, v in opts.items()]
+    for path, d, keys in referrals:
+        lines += ["", f"[{path}]", "locations=file://" + d]
+        lines += [f"{k}={v}" for k, v in (keys or {}).items()]
+    return "\n".join(lines) + "\n"
+
+
+def mkdirs(*paths):
+    for p in paths:
+        os.makedirs(p, exist_ok=True)
+        os.chmod(p, 0o755)
+    return paths
+
+
+def watched(m, ns_path, d):
+    """The location's watched= field in /.fedfuse/locations (after something was looked up)."""
+    return read_locations(m.mnt)[(ns_path, "file://" + d)].get("watched")
+
+
+def invalidations(m):
+    for line in read_stats(m.mnt)["text"].splitlines():
+        if line.startswith("notify invalidations="):
+            return int(line.split("=", 1)[1])
+    raise AssertionError("no 'notify invalidations=' line in /.fedfuse/stats")
+
+
+@pytest.fixture
+def one(mount_factory, tmp_path):
+    """A mount of one watched directory at /a; returns (mount, backing dir, mount dir)."""
+    (d,) = mkdirs(str(tmp_path / "loc"))
+    m = mount_factory(ns_text=ns_text([("/a", d, None)])).start()
+    a = os.path.join(m.mnt, "a")
+    os.listdir(a)
+    assert watched(m, "/a", d) == "yes", m.log_text()
+    return m, d, a
+
+
+def test_attributes_and_data_of_others_seen(one):
+    m, d, a = one
+    write_file(os.path.join(d, "f"), b"one\n")
+    f = os.path.join(a, "f")
+    assert read_file(f) == b"one\n"  # the kernel now caches its pages and attributes
+    assert os.stat(f).st_size == 4
+    with open(os.path.join(d, "f"), "ab") as w:
+        w.write(b"two\n")
+    assert wait_until(lambda: os.stat(f).st_size == 8, SEEN), "a size change by others not seen"
+    assert read_file(f) == b"one\ntwo\n"
+    with open(os.path.join(d, "f"), "r+b") as w:  # same size, new bytes
+        w.write(b"ONE")
+    assert wait_until(lambda: read_file(f) == b"ONE\ntwo\n", SEEN), "new bytes not seen"
+    os.chmod(os.path.join(d, "f"), 0o600)
+    assert wait_until(lambda: stat.S_IMODE(os.stat(f).st_mode) == 0o600, SEEN)
+
+
+def test_entries_of_others_seen(one):
+    m, d, a = one
+    os.mkdir(os.path.join(d, "sub"))
+    write_file(os.path.join(d, "sub", "old"), b"x")
+    sub = os.path.join(a, "sub")
+    assert sorted(os.listdir(sub)) == ["old"]  # the listing and the entry are cached now
+    assert os.path.exists(os.path.join(sub, "old"))
+
+    write_file(os.path.join(d, "sub", "new"), b"y")
+    assert wait_until(lambda: sorted(os.listdir(sub)) == ["new", "old"], SEEN), \
+        "a file created by others is missing from the listing"
+    assert read_file(os.path.join(sub, "new")) == b"y"
+
+    os.unlink(os.path.join(d, "sub", "old"))
+    assert wait_until(lambda: not os.path.lexists(os.path.join(sub, "old")), SEEN), \
+        "a file removed by others is still there"
+    assert sorted(os.listdir(sub)) == ["new"]
+
+    os.rename(os.path.join(d, "sub", "new"), os.path.join(d, "moved"))
+    assert wait_until(lambda: os.path.exists(os.path.join(a, "moved")), SEEN)
+    assert wait_until(lambda: not os.path.lexists(os.path.join(sub, "new")), SEEN)
+    assert read_file(os.path.join(a, "moved")) == b"y"
+
+    os.rmdir(os.path.join(d, "sub"))
+    assert wait_until(lambda: not os.path.lexists(sub), SEEN), "a removed directory is still there"
+
+
+def test_cache_outlives_attr_timeout(mount_factory, tmp_path):
+    """Watched, the kernel keeps what it learned beyond attr-timeout: stat after the timeout
+    asks the backend nothing."""
+    (d,) = mkdirs(str(tmp_path / "loc"))
+    write_file(os.path.join(d, "f"), b"x")
+    m = mount_factory(ns_text=ns_text([("/a", d, None)], attr_timeout="0.2")).start()
+    f = os.path.join(m.mnt, "a", "f")
+    os.stat(f)
+    assert watched(m, "/a", d) == "yes"
+    before = location_ops(read_stats(m.mnt), "file://" + d)
+    time.sleep(0.6)
+    for _ in range(5):
+        os.stat(f)
+    after = location_ops(read_stats(m.mnt), "file://" + d)
+    assert after.get("getattr") == before.get("getattr"), (before, after)
+    assert after.get("lookup") == before.get("lookup"), (before, after)
+
+
+def test_own_changes_not_reported(one):
+    """What the daemon does itself comes back as events it drops: making and changing files
+    through the mount sends the kernel no invalidation."""
+    m, d, a = one
+    os.listdir(a)
+    n0 = invalidations(m)
+    for i in range(20):
+        p = os.path.join(a, f"f{i}")
+        write_file(p, b"data" * i)
+        os.chmod(p, 0o640)
+        os.rename(p, p + ".r")
+    os.mkdir(os.path.join(a, "dir"))
+    os.setxattr(os.path.join(a, "dir"), "user.note", b"v")
+    for i in range(0, 20, 2):
+        os.unlink(os.path.join(a, f"f{i}.r"))
+    time.sleep(0.5)  # let any event arrive
+    assert invalidations(m) == n0
+    # and others' changes are counted
+    write_file(os.path.join(d, "f1.r"), b"other")
+    assert wait_until(lambda: invalidations(m) > n0, SEEN)
+
+
+def test_junction_made_by_others_entered(one, tmp_path):
+    """An empty directory that another program turns into a junction is entered at once."""
+    m, d, a = one
+    (target,) = mkdirs(str(tmp_path / "target"))
+    write_file(os.path.join(target, "inside"), b"t")
+    os.mkdir(os.path.join(d, "j"))
+    j = os.path.join(a, "j")
+    assert os.listdir(j) == []
+    os.setxattr(os.path.join(d, "j"), "user.fedfuse.locations", ("file://" + target).encode())
+    assert wait_until(lambda: os.listdir(j) == ["inside"], SEEN), "the new junction not entered"
+    os.removexattr(os.path.join(d, "j"), "user.fedfuse.locations")
+    assert wait_until(lambda: os.listdir(j) == [], SEEN), "the removed junction still entered"
+
+
+@pytest.mark.parametrize("where", ["namespace", "referral"])
+def test_watch_false(mount_factory, tmp_path, where):
+    (d,) = mkdirs(str(tmp_path / "loc"))
+    if where == "namespace":
+        text = ns_text([("/a", d, None)], watch="false")
+    else:
+        text = ns_text([("/a", d, {"watch": "false"})])
+    m = mount_factory(ns_text=text).start()
+    os.listdir(os.path.join(m.mnt, "a"))
+    assert watched(m, "/a", d) == "no"
+    with open(os.path.join(m.mnt, ".fedfuse", "namespace")) as f:
+        assert " watch=false " in f.read()
+
+
+def test_overlapping_referrals_not_watched(mount_factory, tmp_path):
+    """Two referrals showing the same objects are not watched: the daemon drops its own events,
+    and a change made through one would never reach the other's kernel cache."""
+    top, sub = mkdirs(str(tmp_path / "top"), str(tmp_path / "top" / "sub"))
+    (other,) = mkdirs(str(tmp_path / "other"))
+    m = mount_factory(ns_text=ns_text([("/top", top, None), ("/sub", sub, None),
+                                       ("/other", other, None)], attr_timeout="0.2")).start()
+    for p in ("top", "sub", "other"):
+        os.listdir(os.path.join(m.mnt, p))
+    assert watched(m, "/top", top) == "no"
+    assert watched(m, "/sub", sub) == "no"
+    assert watched(m, "/other", other) == "yes"
+    # a change through one is seen through the other once attr-timeout passes
+    via_top = os.path.join(m.mnt, "top", "sub", "f")
+    via_sub = os.path.join(m.mnt, "sub", "f")
+    write_file(via_top, b"1")
+    assert read_file(via_sub) == b"1"
+    write_file(via_top, b"22")
+    assert wait_until(lambda: read_file(via_sub) == b"22", SEEN)
+
+
+def test_unwatchable_location_says_why(mount_factory, tmp_path):
+    """A location on a filesystem whose changes may come from elsewhere (here a FUSE mount,
+    the fedfuse mount of another daemon) is not watched, and the log says why."""
+    (inner_dir,) = mkdirs(str(tmp_path / "inner"))
+    write_file(os.path.join(inner_dir, "f"), b"x")
+    inner = mount_factory(ns_text=ns_text([("/x", inner_dir, None)]), name="inner-m").start()
+    via = os.path.join(inner.mnt, "x")
+    outer = mount_factory(ns_text=ns_text([("/y", via, None)], attr_timeout="1"),
+                          name="outer-m").start()
+    assert read_file(os.path.join(outer.mnt, "y", "f")) == b"x"
+    assert watched(outer, "/y", via) == "no"
+    outer.expect_log(r"changes by others are not watched: its filesystem is not one")
+    assert outer.stop() == []  # before the mount it stands on
