@@ -44,6 +44,7 @@ void ff_pathtree_free(struct ff_pathtree *tree)
 		return;
 	g_hash_table_destroy(tree->index);
 	g_free(tree->root->name);
+	g_free(tree->root->priv);
 	g_free(tree->root);
 	g_mutex_clear(&tree->lock);
 	g_free(tree);
@@ -72,6 +73,7 @@ static void unref_locked(struct ff_pathtree *tree, struct ff_pathnode *node)
 		if (node->indexed)
 			g_hash_table_remove(tree->index, node);
 		g_free(node->name);
+		g_free(node->priv);
 		g_free(node);
 		node = parent;
 	}

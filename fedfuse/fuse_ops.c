@@ -560,8 +560,8 @@ static void ff_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 static bool same_version(struct ff_inode *inode, const struct stat *st)
 {
 	return inode->cache_valid && inode->cache_size == st->st_size &&
-	       inode->cache_mtime.tv_sec == st->st_mtim.tv_sec &&
-	       inode->cache_mtime.tv_nsec == st->st_mtim.tv_nsec;
+	       inode->cache_mtime_sec == st->st_mtim.tv_sec &&
+	       inode->cache_mtime_nsec == st->st_mtim.tv_nsec;
 }
 
 static void remember_version(struct ff_inode *inode, const struct stat *st)
@@ -569,7 +569,8 @@ static void remember_version(struct ff_inode *inode, const struct stat *st)
 	g_mutex_lock(&inode->lock);
 	inode->cache_valid = true;
 	inode->cache_size = st->st_size;
-	inode->cache_mtime = st->st_mtim;
+	inode->cache_mtime_sec = st->st_mtim.tv_sec;
+	inode->cache_mtime_nsec = (int32_t)st->st_mtim.tv_nsec;
 	g_mutex_unlock(&inode->lock);
 }
 

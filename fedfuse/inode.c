@@ -12,8 +12,9 @@ struct ff_itab {
 	GMutex lock;
 	/* Both indexes are sets of inodes (a GHashTable whose keys are its values costs no value
 	 * array): by_ino hashes an inode by `ino`, its first member, so a pointer to a number
-	 * finds it; by_obj hashes an inode by (mnt_index, dev, bino), and is searched with a probe
-	 * inode. */
+	 * finds it. An object is found by the number it would have, (mnt_index << 48) | bino;
+	 * only the few that could not have that number (counter-numbered) are also in by_obj,
+	 * which hashes an inode by (mnt_index, dev, bino) and is searched with a probe inode. */
 	GHashTable *by_ino;
 	GHashTable *by_obj;
 	GHashTable *virtual_ino; /* namespace path -> number, never shrinks (few entries) */
@@ -25,7 +26,7 @@ struct ff_itab {
 
 G_STATIC_ASSERT(G_STRUCT_OFFSET(struct ff_inode, ino) == 0);
 #if GLIB_SIZEOF_VOID_P == 8
-G_STATIC_ASSERT(sizeof(struct ff_inode) <= 120); /* one 128-byte malloc chunk */
+G_STATIC_ASSERT(sizeof(struct ff_inode) <= 104); /* one 112-byte malloc chunk */
 #endif
 
 static guint obj_hash(gconstpointer p)
@@ -44,12 +45,35 @@ static gboolean obj_equal(gconstpointer a, gconstpointer b)
 	return x->mnt_index == y->mnt_index && x->dev == y->dev && x->bino == y->bino;
 }
 
+/* The number an object gets unless it is taken (0: bino does not fit). */
+static uint64_t compose(uint16_t mnt_index, ino_t bino)
+{
+	if ((uint64_t)bino > INO_MASK || bino == 0)
+		return 0;
+	return ((uint64_t)mnt_index << INO_BITS) | (uint64_t)bino;
+}
+
+/* Whether an inode is in by_obj: it does not have the number its identity composes. */
+static bool counter_numbered(const struct ff_inode *inode)
+{
+	return inode->ino != compose(inode->mnt_index, inode->bino);
+}
+
 /* The inode of an object, or NULL; called with the table mutex held. */
 static struct ff_inode *find_locked(struct ff_itab *itab, uint16_t mnt_index, dev_t dev,
 				    ino_t bino)
 {
 	struct ff_inode probe = { .dev = dev, .bino = bino, .mnt_index = mnt_index };
+	uint64_t ino = compose(mnt_index, bino);
 
+	if (ino) {
+		struct ff_inode *inode = g_hash_table_lookup(itab->by_ino, &ino);
+
+		if (inode && obj_equal(inode, &probe))
+			return inode;
+	}
+	if (g_hash_table_size(itab->by_obj) == 0)
+		return NULL;
 	return g_hash_table_lookup(itab->by_obj, &probe);
 }
 
@@ -112,13 +136,6 @@ struct ff_inode *ff_itab_get(struct ff_itab *itab, uint64_t ino)
 	inode = g_hash_table_lookup(itab->by_ino, &ino);
 	g_mutex_unlock(&itab->lock);
 	return inode;
-}
-
-static uint64_t compose(uint16_t mnt_index, ino_t bino)
-{
-	if ((uint64_t)bino > INO_MASK || bino == 0)
-		return 0;
-	return ((uint64_t)mnt_index << INO_BITS) | (uint64_t)bino;
 }
 
 uint64_t ff_itab_predict(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino)
@@ -215,7 +232,8 @@ struct ff_inode *ff_itab_intern(struct ff_itab *itab, struct ff_mount *mnt, uint
 	inode->mnt = mnt;
 	inode->bnode = bnode;
 	inode->type = type & S_IFMT;
-	g_hash_table_add(itab->by_obj, inode);
+	if (counter_numbered(inode))
+		g_hash_table_add(itab->by_obj, inode);
 	*created = true;
 out_unlock:
 	g_mutex_unlock(&itab->lock);
@@ -267,7 +285,8 @@ void ff_itab_forget(struct ff_itab *itab, uint64_t ino, uint64_t n)
 		return;
 	}
 	g_hash_table_remove(itab->by_ino, inode);
-	g_hash_table_remove(itab->by_obj, inode);
+	if (counter_numbered(inode))
+		g_hash_table_remove(itab->by_obj, inode);
 	g_mutex_unlock(&itab->lock);
 	inode_free(itab, inode);
 }

@@ -30,12 +30,25 @@ struct local_loc {
 	struct local_watch *watch; /* changes by others are reported, or NULL */
 };
 
-/* A node: the object itself (never a symlink's target), by descriptor. The core dedups nodes by
- * (st_dev, st_ino), so there is no table here; forget() closes the descriptor. */
-struct ff_node {
-	int fd;	     /* O_PATH|O_NOFOLLOW */
-	mode_t type; /* S_IFMT bits: an object's type never changes */
-};
+/* A node: the object itself (never a symlink's target), by an O_PATH|O_NOFOLLOW descriptor, and
+ * its type (an object's type never changes). Nothing is allocated for it: the node pointer's
+ * value holds both, ((fd + 1) << 4) | (type >> 12), which is never NULL nor FF_NODE_BY_NAME.
+ * The core dedups nodes by (st_dev, st_ino), so there is no table here; forget() closes the
+ * descriptor. */
+static ff_node *node_make(int fd, mode_t type)
+{
+	return (ff_node *)((((uintptr_t)fd + 1) << 4) | ((type & S_IFMT) >> 12));
+}
+
+static int node_fd(const ff_node *node)
+{
+	return (int)(((uintptr_t)node >> 4) - 1);
+}
+
+static mode_t node_type(const ff_node *node)
+{
+	return (mode_t)(((uintptr_t)node & 0xf) << 12);
+}
 
 /* An open file. `fd` comes first here and in struct local_dir, so that a handle passed to
  * getattr()/setattr() can be used whichever kind it is. */
@@ -69,7 +82,7 @@ static int become_by_proc(const struct ff_cred *cred, ff_node *node, char proc[P
 	int rc = local_become(cred);
 
 	if (rc == 0)
-		proc_fd_path(proc, node->fd);
+		proc_fd_path(proc, node_fd(node));
 	return rc;
 }
 
@@ -174,18 +187,13 @@ static bool local_watched(void *loc)
  * Consumes fd whatever happens. */
 static int node_from_fd(int fd, ff_node **node, struct stat *st)
 {
-	struct ff_node *n;
-
 	if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
 		int rc = -errno;
 
 		close(fd);
 		return rc;
 	}
-	n = g_new(struct ff_node, 1);
-	n->fd = fd;
-	n->type = st->st_mode & S_IFMT;
-	*node = n;
+	*node = node_make(fd, st->st_mode);
 	return 0;
 }
 
@@ -231,13 +239,12 @@ static int local_lookup(void *loc, const struct ff_cred *cred, ff_node *parent, 
 	if (rc)
 		return rc;
 	/* A parent that is not a directory (a symlink node included) fails with ENOTDIR. */
-	return node_at(parent->fd, name, node, st);
+	return node_at(node_fd(parent), name, node, st);
 }
 
 static void local_forget(void *loc, ff_node *node)
 {
-	close(node->fd);
-	g_free(node);
+	close(node_fd(node));
 }
 
 static int local_getattr(void *loc, const struct ff_cred *cred, ff_node *node, void *fh,
@@ -250,7 +257,7 @@ static int local_getattr(void *loc, const struct ff_cred *cred, ff_node *node, v
 	if (fh)
 		rc = fstat(fh_fd(fh), st);
 	else
-		rc = fstatat(node->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+		rc = fstatat(node_fd(node), "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
 	return rc < 0 ? -errno : 0;
 }
 
@@ -281,7 +288,7 @@ static int local_setattr(void *loc, const struct ff_cred *cred, ff_node *node, v
 
 		if (fd >= 0)
 			rc = fchmod(fd, mode);
-		else if (node->type == S_IFLNK)
+		else if (node_type(node) == S_IFLNK)
 			return -EOPNOTSUPP; /* what fchmodat(AT_SYMLINK_NOFOLLOW) says on Linux */
 		else
 			rc = chmod(proc, mode); /* follows the magic link to the node only */
@@ -296,7 +303,7 @@ static int local_setattr(void *loc, const struct ff_cred *cred, ff_node *node, v
 		if (fd >= 0)
 			rc = fchown(fd, uid, gid);
 		else
-			rc = fchownat(node->fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+			rc = fchownat(node_fd(node), "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
 		if (rc < 0)
 			return -errno;
 	}
@@ -324,8 +331,8 @@ static int local_setattr(void *loc, const struct ff_cred *cred, ff_node *node, v
 		} else {
 			/* utimensat() takes AT_EMPTY_PATH since Linux 5.8, symlinks included;
 			 * before that only the /proc path works, and not for symlinks. */
-			rc = utimensat(node->fd, "", ts, AT_EMPTY_PATH);
-			if (rc < 0 && errno == EINVAL && node->type != S_IFLNK)
+			rc = utimensat(node_fd(node), "", ts, AT_EMPTY_PATH);
+			if (rc < 0 && errno == EINVAL && node_type(node) != S_IFLNK)
 				rc = utimensat(AT_FDCWD, proc, ts, 0);
 		}
 		if (rc < 0)
@@ -344,12 +351,12 @@ static ssize_t local_readlink(void *loc, const struct ff_cred *cred, ff_node *no
 	char *big;
 	int rc;
 
-	if (node->type != S_IFLNK)
+	if (node_type(node) != S_IFLNK)
 		return -EINVAL; /* readlinkat(fd, "") would say ENOENT */
 	rc = local_become(cred);
 	if (rc)
 		return rc;
-	len = readlinkat(node->fd, "", buf, size);
+	len = readlinkat(node_fd(node), "", buf, size);
 	if (len < 0)
 		return -errno;
 	if ((size_t)len < size)
@@ -357,7 +364,7 @@ static ssize_t local_readlink(void *loc, const struct ff_cred *cred, ff_node *no
 
 	/* The target filled buf: it fits exactly or was cut. Ask again with room to tell. */
 	big = g_malloc(size + 1);
-	len = readlinkat(node->fd, "", big, size + 1);
+	len = readlinkat(node_fd(node), "", big, size + 1);
 	if (len < 0)
 		len = -errno;
 	else if ((size_t)len > size)
@@ -377,9 +384,9 @@ static int local_mknod(void *loc, const struct ff_cred *cred, ff_node *parent, c
 		return rc;
 	local_private_umask();
 	/* Regular files, fifos and sockets; devices when the caller has CAP_MKNOD (root). */
-	if (mknodat(parent->fd, name, mode, rdev) < 0)
+	if (mknodat(node_fd(parent), name, mode, rdev) < 0)
 		return -errno;
-	return node_at(parent->fd, name, node, st);
+	return node_at(node_fd(parent), name, node, st);
 }
 
 static int local_mkdir(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
@@ -390,9 +397,9 @@ static int local_mkdir(void *loc, const struct ff_cred *cred, ff_node *parent, c
 	if (rc)
 		return rc;
 	local_private_umask();
-	if (mkdirat(parent->fd, name, mode & 07777) < 0)
+	if (mkdirat(node_fd(parent), name, mode & 07777) < 0)
 		return -errno;
-	return node_at(parent->fd, name, node, st);
+	return node_at(node_fd(parent), name, node, st);
 }
 
 static int local_symlink(void *loc, const struct ff_cred *cred, const char *target, ff_node *parent,
@@ -402,9 +409,9 @@ static int local_symlink(void *loc, const struct ff_cred *cred, const char *targ
 
 	if (rc)
 		return rc;
-	if (symlinkat(target, parent->fd, name) < 0)
+	if (symlinkat(target, node_fd(parent), name) < 0)
 		return -errno;
-	return node_at(parent->fd, name, node, st);
+	return node_at(node_fd(parent), name, node, st);
 }
 
 static int local_link(void *loc, const struct ff_cred *cred, ff_node *node, ff_node *newparent,
@@ -423,20 +430,20 @@ static int local_link(void *loc, const struct ff_cred *cred, ff_node *node, ff_n
 	 * follows /proc/self/fd/N to the node itself, a symlink node included. */
 	rc = -ENOENT;
 	if (l->as_root && (!cred || cred->uid == 0)) {
-		rc = linkat(node->fd, "", newparent->fd, newname, AT_EMPTY_PATH);
+		rc = linkat(node_fd(node), "", node_fd(newparent), newname, AT_EMPTY_PATH);
 		if (rc < 0)
 			rc = -errno;
 	}
 	if (rc == -ENOENT) {
-		proc_fd_path(proc, node->fd);
-		rc = linkat(AT_FDCWD, proc, newparent->fd, newname, AT_SYMLINK_FOLLOW);
+		proc_fd_path(proc, node_fd(node));
+		rc = linkat(AT_FDCWD, proc, node_fd(newparent), newname, AT_SYMLINK_FOLLOW);
 		if (rc < 0)
 			rc = -errno;
 	}
 	if (rc)
 		return rc;
 
-	return fstatat(node->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+	return fstatat(node_fd(node), "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 }
 
 static int local_unlink(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name)
@@ -445,7 +452,7 @@ static int local_unlink(void *loc, const struct ff_cred *cred, ff_node *parent, 
 
 	if (rc)
 		return rc;
-	return unlinkat(parent->fd, name, 0) < 0 ? -errno : 0;
+	return unlinkat(node_fd(parent), name, 0) < 0 ? -errno : 0;
 }
 
 static int local_rmdir(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name)
@@ -454,7 +461,7 @@ static int local_rmdir(void *loc, const struct ff_cred *cred, ff_node *parent, c
 
 	if (rc)
 		return rc;
-	return unlinkat(parent->fd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+	return unlinkat(node_fd(parent), name, AT_REMOVEDIR) < 0 ? -errno : 0;
 }
 
 static int local_rename(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
@@ -467,7 +474,7 @@ static int local_rename(void *loc, const struct ff_cred *cred, ff_node *parent, 
 	rc = local_become(cred);
 	if (rc)
 		return rc;
-	return renameat2(parent->fd, name, newparent->fd, newname, flags) < 0 ? -errno : 0;
+	return renameat2(node_fd(parent), name, node_fd(newparent), newname, flags) < 0 ? -errno : 0;
 }
 
 /* ---- files ------------------------------------------------------------------------------ */
@@ -480,11 +487,11 @@ static int local_open(void *loc, const struct ff_cred *cred, ff_node *node, int 
 
 	/* The kernel opens only regular files through FUSE_OPEN (directories use opendir, special
 	 * files never reach the filesystem); refuse anything else rather than block on a fifo. */
-	if (node->type == S_IFDIR)
+	if (node_type(node) == S_IFDIR)
 		return -EISDIR;
-	if (node->type == S_IFLNK)
+	if (node_type(node) == S_IFLNK)
 		return -ELOOP;
-	if (node->type != S_IFREG)
+	if (node_type(node) != S_IFREG)
 		return -ENXIO;
 
 	rc = local_become(cred);
@@ -492,7 +499,7 @@ static int local_open(void *loc, const struct ff_cred *cred, ff_node *node, int 
 		return rc;
 	/* Reopen the node itself; the kernel checks the access mode as the caller. O_NOFOLLOW
 	 * would refuse the magic link; the node is no symlink anyway. */
-	proc_fd_path(proc, node->fd);
+	proc_fd_path(proc, node_fd(node));
 	fd = open(proc, (flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL)) | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -515,7 +522,7 @@ static int local_create(void *loc, const struct ff_cred *cred, ff_node *parent, 
 		return rc;
 	local_private_umask();
 
-	fd = openat(parent->fd, name, flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode & 07777);
+	fd = openat(node_fd(parent), name, flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode & 07777);
 	if (fd < 0)
 		return -errno;
 
@@ -654,7 +661,7 @@ static int local_opendir(void *loc, const struct ff_cred *cred, ff_node *node, v
 	/* A readable descriptor of the node itself, read permission checked as the caller;
 	 * ENOTDIR for anything but a directory. Not openat(fd, "."), which also wants search
 	 * permission on the directory: `ls` of an r-- directory works natively. */
-	proc_fd_path(proc, node->fd);
+	proc_fd_path(proc, node_fd(node));
 	fd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -779,7 +786,7 @@ static int local_statfs(void *loc, const struct ff_cred *cred, ff_node *node, st
 
 	if (rc)
 		return rc;
-	return fstatvfs(node->fd, st) < 0 ? -errno : 0;
+	return fstatvfs(node_fd(node), st) < 0 ? -errno : 0;
 }
 
 /* ---- extended attributes ---------------------------------------------------------------- */
@@ -798,7 +805,7 @@ static int local_setxattr(void *loc, const struct ff_cred *cred, ff_node *node, 
 	char proc[PROC_FD_LEN];
 	int rc;
 
-	if (node->type == S_IFLNK)
+	if (node_type(node) == S_IFLNK)
 		return is_user_xattr(name) ? -EPERM : -EOPNOTSUPP;
 	rc = become_by_proc(cred, node, proc);
 	if (rc)
@@ -813,7 +820,7 @@ static ssize_t local_getxattr(void *loc, const struct ff_cred *cred, ff_node *no
 	ssize_t len;
 	int rc;
 
-	if (node->type == S_IFLNK)
+	if (node_type(node) == S_IFLNK)
 		return -ENODATA;
 	rc = become_by_proc(cred, node, proc);
 	if (rc)
@@ -829,7 +836,7 @@ static ssize_t local_listxattr(void *loc, const struct ff_cred *cred, ff_node *n
 	ssize_t len;
 	int rc;
 
-	if (node->type == S_IFLNK)
+	if (node_type(node) == S_IFLNK)
 		return 0;
 	rc = become_by_proc(cred, node, proc);
 	if (rc)
@@ -843,7 +850,7 @@ static int local_removexattr(void *loc, const struct ff_cred *cred, ff_node *nod
 	char proc[PROC_FD_LEN];
 	int rc;
 
-	if (node->type == S_IFLNK)
+	if (node_type(node) == S_IFLNK)
 		return is_user_xattr(name) ? -EPERM : -EOPNOTSUPP;
 	rc = become_by_proc(cred, node, proc);
 	if (rc)

@@ -189,21 +189,20 @@ static char *node_path(struct nfs_loc *loc, ff_node *node, const char *child)
 /* A new node reference for the core, taking over the path node reference `pn`. */
 static ff_node *node_new(struct ff_pathnode *pn)
 {
-	ff_node *node = g_new0(ff_node, 1);
-
-	node->pn = pn;
-	return node;
+	return (ff_node *)pn;
 }
 
 /* Remember a directory's attributes, for when it is gone (see node_gone()). */
 static void node_seen(struct nfs_loc *loc, ff_node *node, const struct stat *st)
 {
+	struct ff_pathnode *pn = nfs_pnode(node);
+
 	if (!S_ISDIR(st->st_mode))
 		return;
 	g_mutex_lock(&loc->node_lock);
-	if (!node->dir_st)
-		node->dir_st = g_new(struct stat, 1);
-	*node->dir_st = *st;
+	if (!pn->priv)
+		pn->priv = g_new(struct stat, 1);
+	*(struct stat *)pn->priv = *st;
 	g_mutex_unlock(&loc->node_lock);
 }
 
@@ -216,8 +215,8 @@ static int node_gone(struct nfs_loc *loc, ff_node *node, struct stat *st)
 	int rc = -ESTALE;
 
 	g_mutex_lock(&loc->node_lock);
-	if (node->dir_st) {
-		*st = *node->dir_st;
+	if (nfs_pnode(node)->priv) {
+		*st = *(struct stat *)nfs_pnode(node)->priv;
 		st->st_nlink = 0;
 		rc = 0;
 	}
@@ -510,8 +509,6 @@ static void nfs_forget(void *l, ff_node *node)
 	struct nfs_loc *loc = l;
 
 	ff_pathtree_unref(loc->tree, nfs_pnode(node));
-	g_free(node->dir_st);
-	g_free(node);
 }
 
 static void nfs_relink(void *l, ff_node *keep, ff_node *fresh)

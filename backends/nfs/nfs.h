@@ -88,15 +88,12 @@ struct nfs_loc {
  * below the location's root. Each reference handed to the core is an object of its own, even
  * when two name the same path node: the core tells references apart by their address (when a
  * lookup returns the very node an inode already holds, it keeps one and forgets nothing). */
-struct ff_node {
-	struct ff_pathnode *pn;
-	struct stat *dir_st; /* a directory's attributes when last seen (under loc->node_lock):
-			      * what fstat() of it shows, with st_nlink 0, once it is removed */
-};
-
+/* A node is a path node (struct ff_pathnode *). Its `priv` is a directory's attributes when
+ * last seen (a struct stat, under loc->node_lock): what fstat() of it shows, with st_nlink 0,
+ * once it is removed. */
 static inline struct ff_pathnode *nfs_pnode(ff_node *node)
 {
-	return node->pn;
+	return (struct ff_pathnode *)node;
 }
 
 /* ---- nfs_errno.c ----------------------------------------------------------------------------- */

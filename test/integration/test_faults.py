@@ -26,7 +26,7 @@ import pytest
 from conftest import backend_module_present, read_servers_env, stop_or_fail, uri_below
 from servers_util import (PrivateServers, Timed, errno_of, location_state, location_xattr,
                           poll, port_listens, read_locations, timed)
-from util import read_file, write_file
+from util import namespace_text, read_file, write_file
 
 TIMEOUT = 3  # the namespace's timeout=, seconds
 OP_BOUND = TIMEOUT + 2  # an operation on a stopped server fails within this (issues 5, 6)
@@ -119,12 +119,7 @@ def trees(request):
 
 
 def ns_text(referrals, **options):
-    opts = dict({"timeout": str(TIMEOUT)}, **{k.replace("_", "-"): v for k, v in options.items()})
-    lines = ["[namespace]"] + [f"{k}={v}" for k, v in opts.items()]
-    for path, uris, keys in referrals:
-        lines += ["", f"[{path}]", "locations=" + ";".join(uris)]
-        lines += [f"{k}={v}" for k, v in (keys or {}).items()]
-    return "\n".join(lines) + "\n"
+    return namespace_text(referrals, dict({"timeout": str(TIMEOUT)}, **options))
 
 
 def local_dir(tmp_path, name="local"):

@@ -27,7 +27,7 @@ from conftest import BUILDDIR, KINDS, SERVERS_ENV, backend_module_present, read_
 from conftest import stop_or_fail, uri_below
 from servers_util import (PrivateServers, drop_caches, location_ops, location_xattr,
                           port_listens, read_stats, total_calls)
-from util import expect_errno, read_file, write_file
+from util import expect_errno, mkdirs, namespace_text, read_file, write_file
 
 TOOL = os.path.join(BUILDDIR, "fedfuse", "fedfuse-junction")
 IS_ROOT = os.geteuid() == 0
@@ -142,19 +142,7 @@ def make_junction(path, locations, fmt):
 
 def ns_text(referrals, **options):
     """referrals: [(path, [uris], {key: value})]."""
-    opts = dict({"timeout": "3"}, **{k.replace("_", "-"): v for k, v in options.items()})
-    lines = ["[namespace]"] + [f"{k}={v}" for k, v in opts.items()]
-    for path, uris, keys in referrals:
-        lines += ["", f"[{path}]", "locations=" + ";".join(uris)]
-        lines += [f"{k}={v}" for k, v in (keys or {}).items()]
-    return "\n".join(lines) + "\n"
-
-
-def mkdirs(*paths):
-    for p in paths:
-        os.makedirs(p, exist_ok=True)
-        os.chmod(p, 0o755)
-    return paths[0] if len(paths) == 1 else paths
+    return namespace_text(referrals, dict({"timeout": "3"}, **options))
 
 
 def furi(path):

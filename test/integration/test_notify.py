@@ -16,7 +16,7 @@ import time
 import pytest
 
 from servers_util import read_locations, read_stats, location_ops
-from util import read_file, wait_until, write_file
+from util import mkdirs, namespace_text, read_file, wait_until, write_file
 
 SEEN = 5.0  # seconds a change by others may take to show (events are delivered asynchronously)
 LONG = "600"  # attr-timeout: what an unwatched location would cache for
@@ -26,20 +26,8 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="watching needs a daem
 
 def ns_text(referrals, **options):
     """referrals: [(path, dir, {key: value})], all file:// locations."""
-    opts = dict({"attr-timeout": LONG, "timeout": "5"},
-                **{k.replace("_", "-"): v for k, v in options.items()})
-    lines = ["[namespace]"] + [f"{k}={v}" for k, v in opts.items()]
-    for path, d, keys in referrals:
-        lines += ["", f"[{path}]", "locations=file://" + d]
-        lines += [f"{k}={v}" for k, v in (keys or {}).items()]
-    return "\n".join(lines) + "\n"
-
-
-def mkdirs(*paths):
-    for p in paths:
-        os.makedirs(p, exist_ok=True)
-        os.chmod(p, 0o755)
-    return paths
+    return namespace_text([(p, ["file://" + d], keys) for p, d, keys in referrals],
+                          dict({"attr_timeout": LONG, "timeout": "5"}, **options))
 
 
 def watched(m, ns_path, d):
@@ -57,7 +45,7 @@ def invalidations(m):
 @pytest.fixture
 def one(mount_factory, tmp_path):
     """A mount of one watched directory at /a; returns (mount, backing dir, mount dir)."""
-    (d,) = mkdirs(str(tmp_path / "loc"))
+    d = mkdirs(str(tmp_path / "loc"))
     m = mount_factory(ns_text=ns_text([("/a", d, None)])).start()
     a = os.path.join(m.mnt, "a")
     os.listdir(a)
@@ -112,7 +100,7 @@ def test_entries_of_others_seen(one):
 def test_cache_outlives_attr_timeout(mount_factory, tmp_path):
     """Watched, the kernel keeps what it learned beyond attr-timeout: stat after the timeout
     asks the backend nothing."""
-    (d,) = mkdirs(str(tmp_path / "loc"))
+    d = mkdirs(str(tmp_path / "loc"))
     write_file(os.path.join(d, "f"), b"x")
     m = mount_factory(ns_text=ns_text([("/a", d, None)], attr_timeout="0.2")).start()
     f = os.path.join(m.mnt, "a", "f")
@@ -152,7 +140,7 @@ def test_own_changes_not_reported(one):
 def test_junction_made_by_others_entered(one, tmp_path):
     """An empty directory that another program turns into a junction is entered at once."""
     m, d, a = one
-    (target,) = mkdirs(str(tmp_path / "target"))
+    target = mkdirs(str(tmp_path / "target"))
     write_file(os.path.join(target, "inside"), b"t")
     os.mkdir(os.path.join(d, "j"))
     j = os.path.join(a, "j")
@@ -165,7 +153,7 @@ def test_junction_made_by_others_entered(one, tmp_path):
 
 @pytest.mark.parametrize("where", ["namespace", "referral"])
 def test_watch_false(mount_factory, tmp_path, where):
-    (d,) = mkdirs(str(tmp_path / "loc"))
+    d = mkdirs(str(tmp_path / "loc"))
     if where == "namespace":
         text = ns_text([("/a", d, None)], watch="false")
     else:
@@ -181,7 +169,7 @@ def test_overlapping_referrals_not_watched(mount_factory, tmp_path):
     """Two referrals showing the same objects are not watched: the daemon drops its own events,
     and a change made through one would never reach the other's kernel cache."""
     top, sub = mkdirs(str(tmp_path / "top"), str(tmp_path / "top" / "sub"))
-    (other,) = mkdirs(str(tmp_path / "other"))
+    other = mkdirs(str(tmp_path / "other"))
     m = mount_factory(ns_text=ns_text([("/top", top, None), ("/sub", sub, None),
                                        ("/other", other, None)], attr_timeout="0.2")).start()
     for p in ("top", "sub", "other"):
@@ -201,7 +189,7 @@ def test_overlapping_referrals_not_watched(mount_factory, tmp_path):
 def test_unwatchable_location_says_why(mount_factory, tmp_path):
     """A location on a filesystem whose changes may come from elsewhere (here a FUSE mount,
     the fedfuse mount of another daemon) is not watched, and the log says why."""
-    (inner_dir,) = mkdirs(str(tmp_path / "inner"))
+    inner_dir = mkdirs(str(tmp_path / "inner"))
     write_file(os.path.join(inner_dir, "f"), b"x")
     inner = mount_factory(ns_text=ns_text([("/x", inner_dir, None)]), name="inner-m").start()
     via = os.path.join(inner.mnt, "x")

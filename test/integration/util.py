@@ -76,6 +76,25 @@ def create(path, data=b""):
     return path
 
 
+def mkdirs(*paths):
+    """Make each directory (and its parents), mode 0755; returns the path, or the paths."""
+    for p in paths:
+        os.makedirs(p, exist_ok=True)
+        os.chmod(p, 0o755)
+    return paths[0] if len(paths) == 1 else paths
+
+
+def namespace_text(referrals, options=None):
+    """A namespace file: [namespace] with `options` (key_name: value, "_" written "-"), then
+    referrals [(path, [uris], {key: value} or None)]."""
+    opts = {k.replace("_", "-"): v for k, v in (options or {}).items()}
+    lines = ["[namespace]"] + [f"{k}={v}" for k, v in opts.items()]
+    for path, uris, keys in referrals:
+        lines += ["", f"[{path}]", "locations=" + ";".join(uris)]
+        lines += [f"{k}={v}" for k, v in (keys or {}).items()]
+    return "\n".join(lines) + "\n"
+
+
 def wait_until(pred, timeout=3.0, interval=0.05):
     """Poll pred() until true or `timeout` seconds passed; return its last value."""
     deadline = time.monotonic() + timeout

@@ -105,6 +105,52 @@ static void test_collisions(void)
 	ff_itab_free(itab);
 }
 
+/* An object that could not have its composed number keeps its counter number, and is found
+ * by its identity, while the object that took the number comes and goes. */
+static void test_number_reuse(void)
+{
+	struct ff_itab *itab = ff_itab_new(NULL, NULL);
+	struct ff_inode *x, *y, *f;
+	uint64_t composed = (UINT64_C(2) << 48) | 77, counted;
+	bool created;
+
+	x = ff_itab_intern(itab, NULL, 2, 1, 77, NODE(1), S_IFREG, &created);
+	y = ff_itab_intern(itab, NULL, 2, 2, 77, NODE(2), S_IFREG, &created);
+	g_assert_cmpuint(x->ino, ==, composed);
+	counted = y->ino;
+	g_assert_cmpuint(counted, !=, composed);
+	g_assert_true(ff_itab_find(itab, 2, 1, 77) == x);
+	g_assert_true(ff_itab_find(itab, 2, 2, 77) == y);
+	g_assert_cmpuint(ff_itab_find_number(itab, 2, 2, 77), ==, counted);
+	g_assert_cmpuint(ff_itab_predict(itab, 2, 2, 77), ==, counted);
+
+	/* x goes: y keeps its number and is still found; x's number is free */
+	ff_itab_forget(itab, composed, 1);
+	g_assert_null(ff_itab_find(itab, 2, 1, 77));
+	g_assert_cmpuint(ff_itab_find_number(itab, 2, 1, 77), ==, 0);
+	f = ff_itab_find_ref(itab, 2, 2, 77);
+	g_assert_true(f == y);
+	g_assert_cmpuint(y->nlookup, ==, 2);
+	g_assert_cmpuint(ff_itab_predict(itab, 2, 1, 77), ==, composed);
+
+	/* y seen again (as it is): the same inode, not a new one at the free composed number */
+	f = ff_itab_intern(itab, NULL, 2, 2, 77, NODE(3), S_IFREG, &created);
+	g_assert_false(created);
+	g_assert_true(f == y);
+	/* x back: its composed number again */
+	x = ff_itab_intern(itab, NULL, 2, 1, 77, NODE(4), S_IFREG, &created);
+	g_assert_true(created);
+	g_assert_cmpuint(x->ino, ==, composed);
+
+	/* y goes entirely: found no more, and the number it had is free */
+	ff_itab_forget(itab, counted, 3);
+	g_assert_null(ff_itab_find(itab, 2, 2, 77));
+	g_assert_null(ff_itab_get(itab, counted));
+	g_assert_true(ff_itab_find(itab, 2, 1, 77) == x);
+	g_assert_cmpuint(ff_itab_count(itab), ==, 1);
+	ff_itab_free(itab);
+}
+
 static void test_virtual(void)
 {
 	struct released r = { 0 };
@@ -166,6 +212,7 @@ int main(int argc, char *argv[])
 	g_test_add_func("/inode/stable-numbers", test_stable_numbers);
 	g_test_add_func("/inode/partial-forget", test_partial_forget);
 	g_test_add_func("/inode/collisions", test_collisions);
+	g_test_add_func("/inode/number-reuse", test_number_reuse);
 	g_test_add_func("/inode/virtual", test_virtual);
 	g_test_add_func("/inode/threads", test_threads);
 	return g_test_run();
