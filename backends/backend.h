@@ -86,6 +86,11 @@ enum ff_caps {
 	FF_CAP_NOTIFY = 1u << 6,     /* the backend reports external changes (notify callbacks) */
 	FF_CAP_POSIX_OWNERS = 1u << 7, /* st_uid/st_gid are real; chown works */
 	FF_CAP_LOCKS = 1u << 8,	       /* getlk/setlk/flock are served by the backend */
+	/* ABI minor 1: the system.posix_acl_access/_default xattrs are the objects' POSIX ACLs,
+	 * kept in sync with the mode by the backend; create-style ops get the mode as the caller
+	 * asked and apply cred->umask themselves, except where the new object inherits its
+	 * parent's default ACL (as a local filesystem does). */
+	FF_CAP_ACL = 1u << 9,
 };
 
 /* readdir() output. `st` has at least st_ino and the S_IFMT bits of st_mode; in plus mode it is
@@ -167,7 +172,7 @@ struct ff_backend_ops {
 
 	/* Create-style ops: on success return a new node reference and full attributes of the new
 	 * object, owned by cred->uid/gid where the backend has POSIX owners. Modes have the
-	 * caller's umask already applied by the core. */
+	 * caller's umask already applied by the core, except for FF_CAP_ACL backends (above). */
 	int (*mknod)(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
 		     mode_t mode, dev_t rdev, ff_node **node, struct stat *st);
 	int (*mkdir)(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,

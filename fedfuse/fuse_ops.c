@@ -120,6 +120,8 @@ static void reply_err(fuse_req_t req, int rc)
 
 static void ff_init(void *data, struct fuse_conn_info *conn)
 {
+	struct ff_state *s = data;
+
 	conn->max_write = MAX_IO;
 	conn->max_readahead = MAX_IO;
 	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
@@ -130,10 +132,26 @@ static void ff_init(void *data, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
-	/* The kernel clears setuid/setgid bits and applies the umask; locks are kept by the
-	 * kernel for the processes of this machine. */
-	conn->want &= ~(FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_DONT_MASK | FUSE_CAP_POSIX_LOCKS |
-			FUSE_CAP_FLOCK_LOCKS | FUSE_CAP_WRITEBACK_CACHE);
+	/* The kernel clears setuid/setgid bits; locks are kept by the kernel for the processes
+	 * of this machine. */
+	conn->want &= ~(FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS |
+			FUSE_CAP_WRITEBACK_CACHE);
+	/* When the kernel checks permissions, it checks POSIX ACLs too (read as xattrs, cached
+	 * until an invalidation). A new object's umask is then applied by us: not where it
+	 * inherits a default ACL (see create_mode()). */
+	if (s->default_permissions && (conn->capable & FUSE_CAP_POSIX_ACL) &&
+	    (conn->capable & FUSE_CAP_DONT_MASK))
+		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
+	else
+		conn->want &= ~(FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK);
+}
+
+/* The mode to create an object with: the caller's umask applied, unless the backend applies it
+ * itself because it knows whether the object inherits a default ACL (FF_CAP_ACL). Without
+ * FUSE_CAP_DONT_MASK the kernel applied it already, and cred->umask changes nothing more. */
+static mode_t create_mode(const struct op *op, mode_t mode)
+{
+	return (op->t.mnt->be->caps & FF_CAP_ACL) ? mode : mode & ~op->h.cred.umask;
 }
 
 static void ff_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -324,8 +342,8 @@ static void ff_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	if (rc == 0 && !ops_of(op.t.mnt)->mknod)
 		rc = -EPERM;
 	if (rc == 0) {
-		rc = ops_of(op.t.mnt)->mknod(op.t.mnt->ctx, &op.h.cred, op.t.bnode, name, mode,
-					     rdev, &node, &st);
+		rc = ops_of(op.t.mnt)->mknod(op.t.mnt->ctx, &op.h.cred, op.t.bnode, name,
+					     create_mode(&op, mode), rdev, &node, &st);
 		rc = op_account(&op, FF_OP_CREATE, rc);
 	}
 	reply_new_entry(req, &op, rc, node, &st);
@@ -344,7 +362,7 @@ static void ff_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 		rc = -EPERM;
 	if (rc == 0) {
 		rc = ops_of(op.t.mnt)->mkdir(op.t.mnt->ctx, &op.h.cred, op.t.bnode, name,
-					     mode, &node, &st);
+					     create_mode(&op, mode), &node, &st);
 		rc = op_account(&op, FF_OP_CREATE, rc);
 	}
 	reply_new_entry(req, &op, rc, node, &st);
@@ -665,8 +683,9 @@ static void ff_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	if (rc == 0 && !ops_of(op.t.mnt)->create)
 		rc = -ENOSYS;
 	if (rc == 0) {
-		rc = ops_of(op.t.mnt)->create(op.t.mnt->ctx, &op.h.cred, op.t.bnode, name, mode,
-					      fi->flags & ~O_NOCTTY, &node, &st, &fh);
+		rc = ops_of(op.t.mnt)->create(op.t.mnt->ctx, &op.h.cred, op.t.bnode, name,
+					      create_mode(&op, mode), fi->flags & ~O_NOCTTY, &node,
+					      &st, &fh);
 		rc = op_account(&op, FF_OP_CREATE, rc);
 	}
 	if (rc < 0) {
@@ -1046,6 +1065,14 @@ static bool xattr_hidden(const char *name)
 	return g_str_has_prefix(name, "user.fedfuse.") || g_str_has_prefix(name, "trusted.junction.");
 }
 
+/* The kernel reads these for its permission checks: "no ACL" is ENODATA, where any other error
+ * would fail the check. */
+static bool xattr_is_acl(const char *name)
+{
+	return strcmp(name, "system.posix_acl_access") == 0 ||
+	       strcmp(name, "system.posix_acl_default") == 0;
+}
+
 static int xattr_begin(fuse_req_t req, fuse_ino_t ino, bool write, struct op *op)
 {
 	int rc = op_begin(req, ino, write, op);
@@ -1110,6 +1137,8 @@ static void ff_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 					       size);
 		rc = op_account(&op, FF_OP_XATTR, n < 0 ? (int)n : 0);
 	}
+	if (xattr_is_acl(name) && rc == -EOPNOTSUPP)
+		rc = -ENODATA; /* a location without ACLs: none */
 	if (rc < 0)
 		reply_err(req, rc);
 	else if (size == 0)

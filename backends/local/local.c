@@ -382,7 +382,8 @@ static int local_mknod(void *loc, const struct ff_cred *cred, ff_node *parent, c
 
 	if (rc)
 		return rc;
-	local_private_umask();
+	if (!local_umask(cred->umask))
+		mode &= ~cred->umask;
 	/* Regular files, fifos and sockets; devices when the caller has CAP_MKNOD (root). */
 	if (mknodat(node_fd(parent), name, mode, rdev) < 0)
 		return -errno;
@@ -396,7 +397,8 @@ static int local_mkdir(void *loc, const struct ff_cred *cred, ff_node *parent, c
 
 	if (rc)
 		return rc;
-	local_private_umask();
+	if (!local_umask(cred->umask))
+		mode &= ~cred->umask;
 	if (mkdirat(node_fd(parent), name, mode & 07777) < 0)
 		return -errno;
 	return node_at(node_fd(parent), name, node, st);
@@ -520,7 +522,8 @@ static int local_create(void *loc, const struct ff_cred *cred, ff_node *parent, 
 	rc = local_become(cred);
 	if (rc)
 		return rc;
-	local_private_umask();
+	if (!local_umask(cred->umask))
+		mode &= ~cred->umask;
 
 	fd = openat(node_fd(parent), name, flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode & 07777);
 	if (fd < 0)
@@ -912,6 +915,6 @@ __attribute__((visibility("default"))) const struct ff_backend fedfuse_backend =
 	.scheme = "file",
 	.description = "directories on this machine",
 	.caps = FF_CAP_XATTR | FF_CAP_HARDLINKS | FF_CAP_SYMLINKS | FF_CAP_SPECIAL | FF_CAP_LOCAL |
-		FF_CAP_POSIX_OWNERS | FF_CAP_NOTIFY,
+		FF_CAP_POSIX_OWNERS | FF_CAP_NOTIFY | FF_CAP_ACL,
 	.ops = &local_ops,
 };

@@ -209,24 +209,35 @@ int local_become(const struct ff_cred *cred)
 	return switch_thread(uid, gid, ngroups, groups);
 }
 
-void local_private_umask(void)
+bool local_umask(mode_t mask)
 {
-	static __thread bool done;
+	static __thread int private_umask; /* 0: not tried, 1: yes, -1: no */
+	static __thread mode_t current;
 	static gint warned;
 	int err;
 
-	if (done)
-		return;
-	done = true;
-
-	/* A thread with its own fs_struct has its own umask (virtiofsd does the same). Threads
-	 * this one creates share its fs_struct, and unshare again when they first get here. */
-	if (unshare(CLONE_FS) == 0) {
-		umask(0);
-		return;
+	if (private_umask == 0) {
+		/* A thread with its own fs_struct has its own umask (virtiofsd does the same).
+		 * Threads this one creates share its fs_struct, and unshare again when they first
+		 * get here. */
+		if (unshare(CLONE_FS) == 0) {
+			private_umask = 1;
+			umask(mask);
+			current = mask;
+		} else {
+			err = errno;
+			private_umask = -1;
+			if (g_atomic_int_compare_and_exchange(&warned, 0, 1))
+				g_warning("local: unshare(CLONE_FS): %s; default ACLs do not override "
+					  "the umask",
+					  g_strerror(err));
+		}
 	}
-	err = errno;
-	if (g_atomic_int_compare_and_exchange(&warned, 0, 1))
-		g_warning("local: unshare(CLONE_FS): %s; the daemon's umask applies",
-			  g_strerror(err));
+	if (private_umask < 0)
+		return false;
+	if (current != mask) {
+		umask(mask);
+		current = mask;
+	}
+	return true;
 }

@@ -27,11 +27,10 @@ void local_cred_init(void);
  * switched; the operation must then fail with that errno without touching the filesystem. */
 int local_become(const struct ff_cred *cred);
 
-/* Give the calling thread a private umask of 0 (unshare(CLONE_FS)), so that modes passed to
- * creating calls, which the core has already masked with the caller's umask, are used as they
- * are instead of being masked again by the daemon's umask. Once per thread; never fails (if the
- * thread cannot get a private umask, the process umask stays in force and a warning is logged
- * once). */
-void local_private_umask(void);
+/* Give the calling thread the umask `mask` for the object it creates next, which the
+ * filesystem applies unless the object inherits a default ACL of its parent (POSIX.1e). The
+ * thread gets a private umask once (unshare(CLONE_FS)); false if it cannot, and then the
+ * caller applies `mask` itself (a warning is logged once). */
+bool local_umask(mode_t mask);
 
 #endif /* FEDFUSE_LOCAL_CRED_H */
