@@ -31,8 +31,8 @@
 #include <sys/types.h>
 #include <fcntl.h>
 
-#define FF_BACKEND_ABI_MAJOR 1 /* incompatible changes bump this; the core refuses others */
-#define FF_BACKEND_ABI_MINOR 1 /* compatible additions (new ops at the end) bump this */
+#define FF_BACKEND_ABI_MAJOR 2 /* incompatible changes bump this; the core refuses others */
+#define FF_BACKEND_ABI_MINOR 0 /* compatible additions (new ops at the end) bump this */
 #define FF_BACKEND_SYMBOL "fedfuse_backend"
 
 /* An object (file, directory, symlink, ...) inside a location, as the backend represents it.
@@ -58,8 +58,8 @@ struct ff_location_spec {
 	gid_t gid;
 	mode_t file_mode; /* default 0644 */
 	mode_t dir_mode;  /* default 0755 */
-	/* ABI minor 1: the namespace wants changes by others watched (watch=, DESIGN §6). The
-	 * core passes a notify to mount() only then. */
+	/* The namespace wants changes by others watched (watch=, DESIGN §6). The core passes a
+	 * notify to mount() only then. */
 	bool watch;
 };
 
@@ -85,12 +85,11 @@ enum ff_caps {
 				      * silly-renames unlinked open files, re-checks on open */
 	FF_CAP_NOTIFY = 1u << 6,     /* the backend reports external changes (notify callbacks) */
 	FF_CAP_POSIX_OWNERS = 1u << 7, /* st_uid/st_gid are real; chown works */
-	FF_CAP_LOCKS = 1u << 8,	       /* getlk/setlk/flock are served by the backend */
-	/* ABI minor 1: the system.posix_acl_access/_default xattrs are the objects' POSIX ACLs,
-	 * kept in sync with the mode by the backend; create-style ops get the mode as the caller
-	 * asked and apply cred->umask themselves, except where the new object inherits its
-	 * parent's default ACL (as a local filesystem does). */
-	FF_CAP_ACL = 1u << 9,
+	/* The system.posix_acl_access/_default xattrs are the objects' POSIX ACLs, kept in sync
+	 * with the mode by the backend; create-style ops get the mode as the caller asked and
+	 * apply cred->umask themselves, except where the new object inherits its parent's
+	 * default ACL (as a local filesystem does). */
+	FF_CAP_ACL = 1u << 8,
 };
 
 /* readdir() output. `st` has at least st_ino and the S_IFMT bits of st_mode; in plus mode it is
@@ -217,10 +216,12 @@ struct ff_backend_ops {
 	ssize_t (*copy_file_range)(void *loc, void *fh_in, off_t off_in, void *fh_out,
 				   off_t off_out, size_t len, int flags);
 
-	/* Locks (FF_CAP_LOCKS). `owner` is the FUSE lock owner. setlk with sleep=true waits. */
-	int (*getlk)(void *loc, void *fh, uint64_t owner, struct flock *lock);
-	int (*setlk)(void *loc, void *fh, uint64_t owner, const struct flock *lock, bool sleep);
-	int (*flock)(void *loc, void *fh, uint64_t owner, int op);
+	/* Optional, for locks: a new open file description of the regular file `node` (a kernel
+	 * descriptor, readable and writable where it can be), on which the core takes open file
+	 * description locks and flock()s, so that they also exclude the programs that lock the
+	 * object directly. Returns the descriptor or -errno. Without it the core keeps the locks
+	 * of the location's files for the processes of this machine alone. */
+	int (*lock_fd)(void *loc, ff_node *node);
 
 	/* ---- directories -------------------------------------------------------------------- */
 
@@ -249,7 +250,7 @@ struct ff_backend_ops {
 			     size_t size);
 	int (*removexattr)(void *loc, const struct ff_cred *cred, ff_node *node, const char *name);
 
-	/* ---- ABI minor 1 ----------------------------------------------------------------------- */
+	/* ---- change notification ---------------------------------------------------------------- */
 
 	/* FF_CAP_NOTIFY: true when mount() was given a notify and every change by others to the
 	 * location will be reported through it (a backend may find it cannot watch a location).

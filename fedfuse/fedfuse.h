@@ -14,6 +14,7 @@
 
 #include "fedfuse/inode.h"
 #include "fedfuse/jcache.h"
+#include "fedfuse/lock.h"
 #include "fedfuse/location.h"
 #include "fedfuse/namespace.h"
 
@@ -43,6 +44,7 @@ struct ff_state {
 	struct ff_itab *itab;
 	struct ff_mounts *mounts;
 	struct ff_jcache *jcache;
+	struct ff_locks *locks; /* made with the worker threads' session loop */
 
 	/* Open files and directories, so that a shutdown with some still open releases them. */
 	GMutex handles_lock;

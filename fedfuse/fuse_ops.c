@@ -28,6 +28,7 @@ struct ff_file {
 	struct ff_inode *inode;
 	void *fh;
 	int fd; /* kernel descriptor for splicing, or -1 */
+	int flock_fd; /* the description its flock()s are taken on, or -1 (lock.h) */
 	bool wrote;
 	char *text;
 	size_t len;
@@ -132,10 +133,14 @@ static void ff_init(void *data, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
-	/* The kernel clears setuid/setgid bits; locks are kept by the kernel for the processes
-	 * of this machine. */
-	conn->want &= ~(FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS |
-			FUSE_CAP_WRITEBACK_CACHE);
+	/* Record locks and flock() come to us (lock.h): through the mount they exclude the
+	 * programs that lock a local location's files directly, too. */
+	if (conn->capable & FUSE_CAP_POSIX_LOCKS)
+		conn->want |= FUSE_CAP_POSIX_LOCKS;
+	if (conn->capable & FUSE_CAP_FLOCK_LOCKS)
+		conn->want |= FUSE_CAP_FLOCK_LOCKS;
+	/* The kernel clears setuid/setgid bits. */
+	conn->want &= ~(FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_WRITEBACK_CACHE);
 	/* When the kernel checks permissions, it checks POSIX ACLs too (read as xattrs, cached
 	 * until an invalidation). A new object's umask is then applied by us: not where it
 	 * inherits a default ACL (see create_mode()). */
@@ -602,6 +607,7 @@ static struct ff_file *file_new(struct op *op, void *fh)
 	f->inode = op->inode;
 	f->fh = fh;
 	f->fd = ops_of(f->mnt)->handle_fd ? ops_of(f->mnt)->handle_fd(f->mnt->ctx, fh) : -1;
+	f->flock_fd = -1;
 	g_atomic_int_inc(&f->mnt->open_files);
 	g_mutex_lock(&op->inode->lock);
 	op->inode->opencount++;
@@ -616,6 +622,7 @@ static void open_control(fuse_req_t req, struct op *op, struct fuse_file_info *f
 
 	f->inode = op->inode;
 	f->fd = -1;
+	f->flock_fd = -1;
 	f->text = ff_control_read(op->s, op->inode->ino, &f->len);
 	handle_track(op->s, f, false);
 	fi->fh = (uintptr_t)f;
@@ -733,10 +740,14 @@ static void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	gint64 start = g_get_monotonic_time();
 	ssize_t n;
 
-	if (!f->mnt) {
-		size_t from = MIN((size_t)off, f->len);
+	if (!f->mnt) { /* a control file */
+		size_t from = MIN((size_t)off, f->len), len = MIN(size, f->len - from);
+		char *buf = io_buffer(len);
 
-		fuse_reply_buf(req, f->text + from, MIN(size, f->len - from));
+		/* From the thread's buffer: once the kernel has the reply, the reader may close the
+		 * file and another thread free its text, while this one's writev returns. */
+		memcpy(buf, f->text + from, len);
+		fuse_reply_buf(req, buf, len);
 		return;
 	}
 	if (file_usable(f) < 0) {
@@ -815,6 +826,8 @@ static void ff_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct ff_file *f = file_of(fi);
 	gint64 start = g_get_monotonic_time();
 	int rc = 0;
+	/* close(2): the closing process's record locks on the file are gone (POSIX) */
+	ff_locks_owner_closed(state(req)->locks, ino, fi->lock_owner);
 
 	if (f->mnt && (rc = file_usable(f)) == 0 && ops_of(f->mnt)->flush)
 		rc = ff_mount_account(f->mnt, FF_OP_SYNC, ops_of(f->mnt)->flush(f->mnt->ctx, f->fh),
@@ -872,6 +885,7 @@ static void file_release(struct ff_state *s, struct ff_file *f)
 	int rc;
 
 	handle_untrack(s, f);
+	ff_locks_file_closed(s->locks, &f->flock_fd);
 	if (!f->mnt)
 		goto out_free;
 	ff_cred_self(&h);
@@ -920,6 +934,31 @@ void ff_release_all(struct ff_state *s)
 		else
 			file_release(s, handle);
 	}
+}
+
+/* ---- locks (lock.h) ------------------------------------------------------------------------ */
+
+static void ff_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		     struct flock *lock)
+{
+	struct ff_file *f = file_of(fi);
+
+	ff_locks_getlk(state(req)->locks, req, f->inode, f->mnt, fi->lock_owner, lock);
+}
+
+static void ff_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		     struct flock *lock, int sleep)
+{
+	struct ff_file *f = file_of(fi);
+
+	ff_locks_setlk(state(req)->locks, req, f->inode, f->mnt, fi->lock_owner, lock, sleep);
+}
+
+static void ff_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
+{
+	struct ff_file *f = file_of(fi);
+
+	ff_locks_flock(state(req)->locks, req, f->inode, f->mnt, &f->flock_fd, op);
 }
 
 static void ff_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
@@ -1240,6 +1279,9 @@ const struct fuse_lowlevel_ops ff_ops = {
 	.flush = ff_flush,
 	.fsync = ff_fsync,
 	.release = ff_release,
+	.getlk = ff_getlk,
+	.setlk = ff_setlk,
+	.flock = ff_flock,
 	.fallocate = ff_fallocate,
 	.lseek = ff_lseek,
 	.copy_file_range = ff_copy_file_range,

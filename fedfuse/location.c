@@ -67,9 +67,7 @@ static gpointer connector(gpointer data)
 		req->rc = rc;
 		req->msg = msg;
 		if (rc == 0) {
-			/* `watched` is an op of ABI minor 1: an older backend's ops end before it */
-			m->watched = notify && be->abi_minor >= 1 && be->ops->watched &&
-				     be->ops->watched(ctx);
+			m->watched = notify && be->ops->watched && be->ops->watched(ctx);
 			m->ctx = ctx;
 		}
 		req->done = true;

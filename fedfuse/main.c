@@ -370,9 +370,11 @@ int main(int argc, char *argv[])
 		ff_err("cannot set up SIGHUP handling");
 		goto out_unmount;
 	}
+	s.locks = ff_locks_new();
 	ff_notify_start(s.se, s.itab);
 	ff_info("serving %s on %s", s.opts.namespace_file, cmd.mountpoint);
 	ret = serve(&s, &cmd);
+	ff_locks_stop(s.locks); /* answers the requests still waiting for a lock */
 	/* A signal that asked us to stop is a clean stop. */
 	if (ret == SIGINT || ret == SIGTERM)
 		ret = 0;
@@ -388,6 +390,7 @@ out_state:
 	ff_release_all(&s);
 	g_hash_table_destroy(s.handles);
 	g_mutex_clear(&s.handles_lock);
+	ff_locks_free(s.locks);
 	ff_itab_free(s.itab);
 	ff_mounts_free(s.mounts);
 	ff_jcache_free(s.jcache);

@@ -512,6 +512,29 @@ static int local_open(void *loc, const struct ff_cred *cred, ff_node *node, int 
 	return 0;
 }
 
+/* A description for locks, opened as the daemon: the caller's access to the file was checked
+ * when it opened it. Read-write when possible, since a lock's type needs the matching mode. */
+static int local_lock_fd(void *loc, ff_node *node)
+{
+	static const int modes[] = { O_RDWR, O_RDONLY, O_WRONLY };
+	char proc[PROC_FD_LEN];
+	int rc = local_become(NULL);
+
+	if (rc)
+		return rc;
+	if (node_type(node) != S_IFREG)
+		return -EINVAL;
+	proc_fd_path(proc, node_fd(node));
+	for (size_t i = 0; i < G_N_ELEMENTS(modes); i++) {
+		int fd = open(proc, modes[i] | O_CLOEXEC | O_NOCTTY);
+
+		if (fd >= 0)
+			return fd;
+		rc = -errno;
+	}
+	return rc;
+}
+
 static int local_create(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
 			mode_t mode, int flags, ff_node **node, struct stat *st, void **fh)
 {
@@ -893,6 +916,7 @@ static const struct ff_backend_ops local_ops = {
 	.fallocate = local_fallocate,
 	.lseek = local_lseek,
 	.copy_file_range = local_copy_file_range,
+	.lock_fd = local_lock_fd,
 
 	.opendir = local_opendir,
 	.readdir = local_readdir,

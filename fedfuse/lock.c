@@ -1,0 +1,515 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * lock.c - record locks and flock() as open file description locks (see lock.h).
+ *
+ * Locking: one mutex guards the owner table, the memfd anchors and the wait queue; only
+ * non-blocking calls (F_OFD_SETLK, flock with LOCK_NB) are made under it. Replies to queued
+ * requests are sent without it, after the request's interrupt callback is unhooked.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "fedfuse/lock.h"
+
+#define RETRY_USEC 10000 /* how often waiting requests are retried without a wake-up */
+#define PROC_FD_LEN 32
+#define OFF_MAX INT64_MAX /* off_t is 64 bits (_FILE_OFFSET_BITS=64) */
+
+/* A range one owner holds, for F_GETLK's answer of who holds a conflicting lock: the kernel
+ * reports -1 for the holder of an OFD lock. `end` is inclusive; OFF_MAX: to end of file. */
+struct range {
+	off_t start, end;
+	short type;
+};
+
+struct owner_key {
+	uint64_t ino;
+	uint64_t owner;
+};
+
+/* One lock owner's open file description of one inode. */
+struct lock_owner {
+	struct owner_key key; /* first: the table hashes an entry by it */
+	int fd;
+	pid_t pid;	 /* of the process that locked last */
+	GArray *ranges; /* struct range, disjoint */
+};
+
+/* An anonymous file whose descriptions carry the locks of an inode no backend can open here. */
+struct anchor {
+	int fd;
+	int refs; /* descriptions opened from it and still open */
+};
+
+enum { WAIT_POSIX, WAIT_FLOCK };
+
+struct waiter {
+	struct ff_locks *locks;
+	fuse_req_t req;
+	int kind;
+	bool cancelled; /* interrupted: answered EINTR */
+	int fd;		/* a dup of the description to lock: its owner may close its own */
+	struct owner_key key;
+	pid_t pid;
+	struct flock fl; /* WAIT_POSIX */
+	int op;		 /* WAIT_FLOCK: LOCK_SH or LOCK_EX */
+	int rc;
+};
+
+struct ff_locks {
+	GMutex lock;
+	GCond cond;
+	GHashTable *owners;   /* struct lock_owner (by its key) */
+	GHashTable *anchors;  /* ino (uint64_t *) -> struct anchor */
+	GHashTable *anchored; /* description fd -> ino, for those opened from an anchor */
+	gint nowners;	      /* owners' size, read without the mutex on every close */
+	GQueue waiters;
+	GThread *thread;
+	bool stopping;
+};
+
+static guint key_hash(gconstpointer p)
+{
+	const struct owner_key *k = p;
+
+	return g_int64_hash(&k->ino) ^ (guint)(k->owner * UINT64_C(0x9e3779b97f4a7c15) >> 32);
+}
+
+static gboolean key_equal(gconstpointer a, gconstpointer b)
+{
+	return memcmp(a, b, sizeof(struct owner_key)) == 0;
+}
+
+/* ---- shadow ranges -------------------------------------------------------------------------- */
+
+static off_t range_end(const struct flock *fl)
+{
+	return fl->l_len == 0 ? OFF_MAX : fl->l_start + fl->l_len - 1;
+}
+
+/* Forget [start, end] from an owner's ranges. */
+static void ranges_cut(GArray *ranges, off_t start, off_t end)
+{
+	for (guint i = 0; i < ranges->len;) {
+		struct range *r = &g_array_index(ranges, struct range, i);
+
+		if (r->end < start || r->start > end) {
+			i++;
+		} else if (r->start < start && r->end > end) { /* split in two */
+			struct range tail = { end + 1, r->end, r->type };
+
+			r->end = start - 1;
+			g_array_insert_val(ranges, i + 1, tail);
+			i += 2;
+		} else if (r->start < start) {
+			r->end = start - 1;
+			i++;
+		} else if (r->end > end) {
+			r->start = end + 1;
+			i++;
+		} else {
+			g_array_remove_index(ranges, i);
+		}
+	}
+}
+
+static void ranges_note(struct lock_owner *lo, const struct flock *fl)
+{
+	off_t end = range_end(fl);
+
+	ranges_cut(lo->ranges, fl->l_start, end);
+	if (fl->l_type != F_UNLCK) {
+		struct range r = { fl->l_start, end, fl->l_type };
+
+		g_array_append_val(lo->ranges, r);
+	}
+}
+
+/* The process of another owner of `ino` holding a range that conflicts with `fl`, or 0. */
+static pid_t holder(struct ff_locks *l, const struct owner_key *me, const struct flock *fl)
+{
+	off_t end = range_end(fl);
+	GHashTableIter it;
+	gpointer p;
+
+	g_hash_table_iter_init(&it, l->owners);
+	while (g_hash_table_iter_next(&it, &p, NULL)) {
+		struct lock_owner *lo = p;
+
+		if (lo->key.ino != me->ino || lo->key.owner == me->owner)
+			continue;
+		for (guint i = 0; i < lo->ranges->len; i++) {
+			const struct range *r = &g_array_index(lo->ranges, struct range, i);
+
+			if (r->start <= end && r->end >= fl->l_start &&
+			    (r->type == F_WRLCK || fl->l_type == F_WRLCK))
+				return lo->pid;
+		}
+	}
+	return 0;
+}
+
+/* ---- descriptions ------------------------------------------------------------------------- */
+
+/* A new open file description of the inode for locks; called with the mutex held. */
+static int open_description(struct ff_locks *l, struct ff_inode *inode, struct ff_mount *mnt)
+{
+	char proc[PROC_FD_LEN];
+	struct anchor *a;
+	int fd;
+
+	if (mnt && mnt->be->ops->lock_fd && S_ISREG(inode->type))
+		return mnt->be->ops->lock_fd(mnt->ctx, inode->bnode);
+	a = g_hash_table_lookup(l->anchors, &inode->ino);
+	if (!a) {
+		int afd = memfd_create("fedfuse-lock", MFD_CLOEXEC);
+
+		if (afd < 0)
+			return -errno;
+		a = g_new0(struct anchor, 1);
+		a->fd = afd;
+		g_hash_table_insert(l->anchors, g_memdup2(&inode->ino, sizeof(inode->ino)), a);
+	}
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", a->fd);
+	fd = open(proc, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		fd = -errno;
+		if (a->refs == 0)
+			g_hash_table_remove(l->anchors, &inode->ino);
+		return fd;
+	}
+	a->refs++;
+	g_hash_table_insert(l->anchored, GINT_TO_POINTER(fd), g_memdup2(&inode->ino, 8));
+	return fd;
+}
+
+/* Close a description made by open_description(); called with the mutex held. */
+static void close_description(struct ff_locks *l, int fd)
+{
+	uint64_t *ino = g_hash_table_lookup(l->anchored, GINT_TO_POINTER(fd));
+
+	close(fd);
+	if (ino) {
+		struct anchor *a = g_hash_table_lookup(l->anchors, ino);
+
+		if (a && --a->refs == 0)
+			g_hash_table_remove(l->anchors, ino);
+		g_hash_table_remove(l->anchored, GINT_TO_POINTER(fd));
+	}
+}
+
+static void anchor_free(gpointer p)
+{
+	struct anchor *a = p;
+
+	close(a->fd);
+	g_free(a);
+}
+
+/* The owner's entry, made on first use; called with the mutex held. */
+static int owner_get(struct ff_locks *l, struct ff_inode *inode, struct ff_mount *mnt,
+		     uint64_t owner, struct lock_owner **out)
+{
+	struct owner_key key = { inode->ino, owner };
+	struct lock_owner *lo = g_hash_table_lookup(l->owners, &key);
+	int fd;
+
+	if (!lo) {
+		fd = open_description(l, inode, mnt);
+		if (fd < 0)
+			return fd;
+		lo = g_new0(struct lock_owner, 1);
+		lo->key = key;
+		lo->fd = fd;
+		lo->ranges = g_array_new(FALSE, FALSE, sizeof(struct range));
+		g_hash_table_add(l->owners, lo);
+		g_atomic_int_set(&l->nowners, g_hash_table_size(l->owners));
+	}
+	*out = lo;
+	return 0;
+}
+
+static void owner_free(struct ff_locks *l, struct lock_owner *lo)
+{
+	close_description(l, lo->fd); /* drops every lock it holds */
+	g_array_free(lo->ranges, TRUE);
+	g_free(lo);
+}
+
+/* ---- the wait queue ----------------------------------------------------------------------- */
+
+/* One non-blocking attempt; 0, -EAGAIN (still held by another), or -errno. Mutex held. */
+static int try_lock(struct ff_locks *l, struct waiter *w)
+{
+	struct lock_owner *lo;
+
+	if (w->kind == WAIT_FLOCK)
+		return flock(w->fd, w->op | LOCK_NB) == 0 ? 0 : -errno;
+	if (fcntl(w->fd, F_OFD_SETLK, &w->fl) < 0)
+		return errno == EACCES ? -EAGAIN : -errno;
+	lo = g_hash_table_lookup(l->owners, &w->key);
+	if (lo && lo->fd >= 0) {
+		lo->pid = w->pid;
+		ranges_note(lo, &w->fl);
+	}
+	return 0;
+}
+
+/* Answer a request that left the queue; without the mutex. */
+static void waiter_finish(struct waiter *w)
+{
+	fuse_req_interrupt_func(w->req, NULL, NULL); /* waits out a running callback */
+	fuse_reply_err(w->req, w->rc < 0 ? -w->rc : 0);
+	close(w->fd);
+	g_free(w);
+}
+
+static void on_interrupt(fuse_req_t req, void *data)
+{
+	struct waiter *w = data;
+	struct ff_locks *l = w->locks;
+
+	g_mutex_lock(&l->lock);
+	w->cancelled = true;
+	g_cond_signal(&l->cond);
+	g_mutex_unlock(&l->lock);
+}
+
+static gpointer wait_thread(gpointer data)
+{
+	struct ff_locks *l = data;
+
+	g_mutex_lock(&l->lock);
+	while (!l->stopping) {
+		GSList *done = NULL;
+
+		for (GList *it = l->waiters.head; it;) {
+			struct waiter *w = it->data;
+			GList *next = it->next;
+
+			w->rc = w->cancelled ? -EINTR : try_lock(l, w);
+			if (w->rc != -EAGAIN) {
+				g_queue_delete_link(&l->waiters, it);
+				done = g_slist_prepend(done, w);
+			}
+			it = next;
+		}
+		if (done) {
+			g_mutex_unlock(&l->lock);
+			g_slist_free_full(done, (GDestroyNotify)waiter_finish);
+			g_mutex_lock(&l->lock);
+			continue;
+		}
+		if (g_queue_is_empty(&l->waiters))
+			g_cond_wait(&l->cond, &l->lock);
+		else
+			g_cond_wait_until(&l->cond, &l->lock, g_get_monotonic_time() + RETRY_USEC);
+	}
+	g_mutex_unlock(&l->lock);
+	return NULL;
+}
+
+/* Queue a blocking request that could not be granted at once; consumes nothing of the
+ * caller's. Called without the mutex. */
+static void enqueue(struct ff_locks *l, fuse_req_t req, struct waiter *proto, int fd)
+{
+	struct waiter *w = g_new(struct waiter, 1);
+
+	*w = *proto;
+	w->locks = l;
+	w->req = req;
+	w->cancelled = false;
+	w->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (w->fd < 0) {
+		fuse_reply_err(req, errno);
+		g_free(w);
+		return;
+	}
+	/* Hooked before it is queued: an interrupt that came already marks it at once. */
+	fuse_req_interrupt_func(req, on_interrupt, w);
+	g_mutex_lock(&l->lock);
+	g_queue_push_tail(&l->waiters, w);
+	g_cond_signal(&l->cond);
+	g_mutex_unlock(&l->lock);
+}
+
+/* Something was unlocked: waiting requests may go now. Mutex held. */
+static void wake_locked(struct ff_locks *l)
+{
+	if (!g_queue_is_empty(&l->waiters))
+		g_cond_signal(&l->cond);
+}
+
+/* ---- the operations --------------------------------------------------------------------- */
+
+struct ff_locks *ff_locks_new(void)
+{
+	struct ff_locks *l = g_new0(struct ff_locks, 1);
+
+	g_mutex_init(&l->lock);
+	g_cond_init(&l->cond);
+	l->owners = g_hash_table_new(key_hash, key_equal);
+	l->anchors = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, anchor_free);
+	l->anchored = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+	g_queue_init(&l->waiters);
+	l->thread = g_thread_new("locks", wait_thread, l);
+	return l;
+}
+
+void ff_locks_stop(struct ff_locks *l)
+{
+	struct waiter *w;
+
+	if (!l || !l->thread)
+		return;
+	g_mutex_lock(&l->lock);
+	l->stopping = true;
+	g_cond_signal(&l->cond);
+	g_mutex_unlock(&l->lock);
+	g_thread_join(l->thread);
+	l->thread = NULL;
+	while ((w = g_queue_pop_head(&l->waiters))) {
+		w->rc = -EINTR;
+		waiter_finish(w);
+	}
+}
+
+void ff_locks_free(struct ff_locks *l)
+{
+	GHashTableIter it;
+	gpointer p;
+
+	if (!l)
+		return;
+	ff_locks_stop(l);
+	g_hash_table_iter_init(&it, l->owners);
+	while (g_hash_table_iter_next(&it, &p, NULL)) {
+		g_hash_table_iter_steal(&it);
+		owner_free(l, p);
+	}
+	g_hash_table_destroy(l->owners);
+	g_hash_table_destroy(l->anchored);
+	g_hash_table_destroy(l->anchors);
+	g_cond_clear(&l->cond);
+	g_mutex_clear(&l->lock);
+	g_free(l);
+}
+
+void ff_locks_getlk(struct ff_locks *l, fuse_req_t req, struct ff_inode *inode,
+		    struct ff_mount *mnt, uint64_t owner, struct flock *lock)
+{
+	struct lock_owner *lo;
+	struct flock fl = *lock;
+	int rc;
+
+	fl.l_pid = 0;
+	g_mutex_lock(&l->lock);
+	rc = owner_get(l, inode, mnt, owner, &lo);
+	if (rc == 0 && fcntl(lo->fd, F_OFD_GETLK, &fl) < 0)
+		rc = -errno;
+	/* -1: an open file description lock, ours or another program's; ours have owners */
+	if (rc == 0 && fl.l_type != F_UNLCK && fl.l_pid == -1)
+		fl.l_pid = holder(l, &lo->key, &fl);
+	g_mutex_unlock(&l->lock);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_lock(req, &fl);
+}
+
+void ff_locks_setlk(struct ff_locks *l, fuse_req_t req, struct ff_inode *inode,
+		    struct ff_mount *mnt, uint64_t owner, const struct flock *lock, bool sleep)
+{
+	/* the kernel names the locking process (its tgid) in the lock; the request has a thread */
+	struct waiter proto = { .kind = WAIT_POSIX,
+				.pid = lock->l_pid > 0 ? lock->l_pid : fuse_req_ctx(req)->pid,
+				.fl = *lock };
+	struct lock_owner *lo;
+	int rc, fd = -1;
+
+	proto.fl.l_pid = 0;
+	proto.key = (struct owner_key){ inode->ino, owner };
+	g_mutex_lock(&l->lock);
+	rc = owner_get(l, inode, mnt, owner, &lo);
+	if (rc == 0 && fcntl(lo->fd, F_OFD_SETLK, &proto.fl) < 0)
+		rc = errno == EACCES ? -EAGAIN : -errno;
+	if (rc == 0) {
+		lo->pid = proto.pid;
+		ranges_note(lo, &proto.fl);
+		if (proto.fl.l_type == F_UNLCK)
+			wake_locked(l);
+	}
+	if (rc == -EAGAIN && sleep)
+		fd = fcntl(lo->fd, F_DUPFD_CLOEXEC, 0);
+	g_mutex_unlock(&l->lock);
+	if (fd >= 0) {
+		enqueue(l, req, &proto, fd);
+		close(fd);
+		return;
+	}
+	fuse_reply_err(req, -rc);
+}
+
+void ff_locks_flock(struct ff_locks *l, fuse_req_t req, struct ff_inode *inode,
+		    struct ff_mount *mnt, int *fd, int op)
+{
+	struct waiter proto = { .kind = WAIT_FLOCK, .op = op & ~LOCK_NB };
+	int rc = 0, dup = -1;
+
+	g_mutex_lock(&l->lock);
+	if (*fd < 0) {
+		rc = open_description(l, inode, mnt);
+		if (rc >= 0) {
+			*fd = rc;
+			rc = 0;
+		}
+	}
+	if (rc == 0 && flock(*fd, proto.op | LOCK_NB) < 0)
+		rc = -errno;
+	if (rc == 0 && proto.op == LOCK_UN)
+		wake_locked(l);
+	if (rc == -EWOULDBLOCK && !(op & LOCK_NB))
+		dup = fcntl(*fd, F_DUPFD_CLOEXEC, 0);
+	g_mutex_unlock(&l->lock);
+	if (dup >= 0) {
+		enqueue(l, req, &proto, dup);
+		close(dup);
+		return;
+	}
+	fuse_reply_err(req, -rc);
+}
+
+void ff_locks_owner_closed(struct ff_locks *l, uint64_t ino, uint64_t owner)
+{
+	struct owner_key key = { ino, owner };
+	struct lock_owner *lo;
+
+	if (g_atomic_int_get(&l->nowners) == 0)
+		return; /* nobody has locked anything: every close comes here */
+	g_mutex_lock(&l->lock);
+	lo = g_hash_table_lookup(l->owners, &key);
+	if (lo) {
+		g_hash_table_remove(l->owners, lo);
+		g_atomic_int_set(&l->nowners, g_hash_table_size(l->owners));
+		owner_free(l, lo);
+		wake_locked(l);
+	}
+	g_mutex_unlock(&l->lock);
+}
+
+void ff_locks_file_closed(struct ff_locks *l, int *fd)
+{
+	if (*fd < 0)
+		return;
+	g_mutex_lock(&l->lock);
+	close_description(l, *fd);
+	*fd = -1;
+	wake_locked(l);
+	g_mutex_unlock(&l->lock);
+}

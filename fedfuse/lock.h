@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * lock.h - POSIX record locks and flock() (DESIGN §6). Every lock is an open file description
+ * (OFD) lock, which the kernel keeps for us: each lock owner of an inode (a process, as FUSE
+ * names it) gets an open file description of its own, so owners exclude each other and one
+ * owner's locks merge and split as POSIX says; flock() uses one description per open file.
+ *
+ * Those descriptions are of the object itself on a backend that can open it on this machine
+ * (ops->lock_fd: a local location's file), so locks taken through the mount also exclude the
+ * programs that lock the backing file directly. Elsewhere they are of an anonymous memory file
+ * per inode (memfd), which makes a lock table shared by the processes of this machine.
+ *
+ * A blocking request does not hold a worker thread: it waits in a queue that one thread retries,
+ * woken by every unlock made through the mount and every few milliseconds for the others; an
+ * interrupted request (Ctrl-C, a killed process) leaves the queue with EINTR.
+ */
+#ifndef FEDFUSE_LOCK_H
+#define FEDFUSE_LOCK_H
+
+#define FUSE_USE_VERSION 314
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <glib.h>
+
+#include "fedfuse/inode.h"
+#include "fedfuse/location.h"
+
+struct ff_locks;
+
+/* Starts the thread that retries waiting requests. */
+struct ff_locks *ff_locks_new(void);
+/* Stops that thread and answers every waiting request (EINTR): when the session loop has
+ * ended, before the session goes away. */
+void ff_locks_stop(struct ff_locks *locks);
+/* Drops every lock. */
+void ff_locks_free(struct ff_locks *locks);
+
+/* F_GETLK, F_SETLK, F_SETLKW for `owner` on `inode` (of mount `mnt`, NULL for namespace-only
+ * inodes). Each replies to `req`, setlk with sleep perhaps later. */
+void ff_locks_getlk(struct ff_locks *locks, fuse_req_t req, struct ff_inode *inode,
+		    struct ff_mount *mnt, uint64_t owner, struct flock *lock);
+void ff_locks_setlk(struct ff_locks *locks, fuse_req_t req, struct ff_inode *inode,
+		    struct ff_mount *mnt, uint64_t owner, const struct flock *lock, bool sleep);
+
+/* flock(2) `op` (LOCK_SH, LOCK_EX, LOCK_UN, maybe | LOCK_NB) on an open file whose flock
+ * descriptor is *fd (-1 until its first flock). */
+void ff_locks_flock(struct ff_locks *locks, fuse_req_t req, struct ff_inode *inode,
+		    struct ff_mount *mnt, int *fd, int op);
+
+/* A descriptor of the file was closed by `owner`: its record locks on the inode are gone. */
+void ff_locks_owner_closed(struct ff_locks *locks, uint64_t ino, uint64_t owner);
+/* The open file's last close: its flock goes with its descriptor. */
+void ff_locks_file_closed(struct ff_locks *locks, int *fd);
+
+#endif /* FEDFUSE_LOCK_H */
