@@ -315,8 +315,8 @@ static gpointer wait_thread(gpointer data)
 	return NULL;
 }
 
-/* Queue a blocking request that could not be granted at once; consumes nothing of the
- * caller's. Called without the mutex. */
+/* Queue a blocking request that could not be granted at once, with `fd`, a duplicate of the
+ * description to lock (the queue's from now on). Called without the mutex. */
 static void enqueue(struct ff_locks *l, fuse_req_t req, struct waiter *proto, int fd)
 {
 	struct waiter *w = g_new(struct waiter, 1);
@@ -325,12 +325,7 @@ static void enqueue(struct ff_locks *l, fuse_req_t req, struct waiter *proto, in
 	w->locks = l;
 	w->req = req;
 	w->cancelled = false;
-	w->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	if (w->fd < 0) {
-		fuse_reply_err(req, errno);
-		g_free(w);
-		return;
-	}
+	w->fd = fd;
 	/* Hooked before it is queued: an interrupt that came already marks it at once. */
 	fuse_req_interrupt_func(req, on_interrupt, w);
 	g_mutex_lock(&l->lock);
@@ -436,6 +431,11 @@ void ff_locks_setlk(struct ff_locks *l, fuse_req_t req, struct ff_inode *inode,
 	proto.fl.l_pid = 0;
 	proto.key = (struct owner_key){ inode->ino, owner };
 	g_mutex_lock(&l->lock);
+	if (proto.fl.l_type == F_UNLCK && !g_hash_table_lookup(l->owners, &proto.key)) {
+		g_mutex_unlock(&l->lock); /* holds nothing here: nothing to unlock */
+		fuse_reply_err(req, 0);
+		return;
+	}
 	rc = owner_get(l, inode, mnt, owner, &lo);
 	if (rc == 0 && fcntl(lo->fd, F_OFD_SETLK, &proto.fl) < 0)
 		rc = errno == EACCES ? -EAGAIN : -errno;
@@ -445,15 +445,15 @@ void ff_locks_setlk(struct ff_locks *l, fuse_req_t req, struct ff_inode *inode,
 		if (proto.fl.l_type == F_UNLCK)
 			wake_locked(l);
 	}
-	if (rc == -EAGAIN && sleep)
+	if (rc == -EAGAIN && sleep) {
 		fd = fcntl(lo->fd, F_DUPFD_CLOEXEC, 0);
-	g_mutex_unlock(&l->lock);
-	if (fd >= 0) {
-		enqueue(l, req, &proto, fd);
-		close(fd);
-		return;
+		rc = fd < 0 ? -errno : rc;
 	}
-	fuse_reply_err(req, -rc);
+	g_mutex_unlock(&l->lock);
+	if (fd >= 0)
+		enqueue(l, req, &proto, fd);
+	else
+		fuse_reply_err(req, -rc);
 }
 
 void ff_locks_flock(struct ff_locks *l, fuse_req_t req, struct ff_inode *inode,
@@ -474,15 +474,15 @@ void ff_locks_flock(struct ff_locks *l, fuse_req_t req, struct ff_inode *inode,
 		rc = -errno;
 	if (rc == 0 && proto.op == LOCK_UN)
 		wake_locked(l);
-	if (rc == -EWOULDBLOCK && !(op & LOCK_NB))
+	if (rc == -EWOULDBLOCK && !(op & LOCK_NB)) {
 		dup = fcntl(*fd, F_DUPFD_CLOEXEC, 0);
-	g_mutex_unlock(&l->lock);
-	if (dup >= 0) {
-		enqueue(l, req, &proto, dup);
-		close(dup);
-		return;
+		rc = dup < 0 ? -errno : rc;
 	}
-	fuse_reply_err(req, -rc);
+	g_mutex_unlock(&l->lock);
+	if (dup >= 0)
+		enqueue(l, req, &proto, dup);
+	else
+		fuse_reply_err(req, -rc);
 }
 
 void ff_locks_owner_closed(struct ff_locks *l, uint64_t ino, uint64_t owner)
