@@ -14,12 +14,18 @@ static bool debug_on;
 static GMutex once_lock;
 static GHashTable *once_seen; /* key -> gint64 monotonic time of the last message */
 
+static void glib_handler(const gchar *domain, GLogLevelFlags level, const gchar *message,
+			 gpointer data);
+
 void ff_log_init(bool foreground, bool debug)
 {
 	to_stderr = foreground;
 	debug_on = debug;
 	if (!foreground)
 		openlog("fedfuse", LOG_PID, LOG_DAEMON);
+	/* Backends (and GLib) report through GLib's log functions: their lines go where ours
+	 * go, to syslog too once the daemon has left its terminal. */
+	g_log_set_default_handler(glib_handler, NULL);
 }
 
 bool ff_log_debug_enabled(void)
@@ -52,6 +58,19 @@ void ff_log(int prio, const char *fmt, ...)
 	va_start(ap, fmt);
 	vlog(prio, fmt, ap);
 	va_end(ap);
+}
+
+static void glib_handler(const gchar *domain, GLogLevelFlags level, const gchar *message,
+			 gpointer data)
+{
+	int prio = (level & G_LOG_LEVEL_ERROR)	      ? LOG_ERR
+		   : (level & G_LOG_LEVEL_CRITICAL) ? LOG_CRIT
+		   : (level & G_LOG_LEVEL_WARNING)  ? LOG_WARNING
+		   : (level & G_LOG_LEVEL_MESSAGE)  ? LOG_NOTICE
+		   : (level & G_LOG_LEVEL_INFO)	      ? LOG_INFO
+						      : LOG_DEBUG;
+
+	ff_log(prio, "%s%s%s", domain ? domain : "", domain ? ": " : "", message);
 }
 
 void ff_log_once(int prio, const char *key, double interval, const char *fmt, ...)
