@@ -885,7 +885,7 @@ static void file_release(struct ff_state *s, struct ff_file *f)
 	int rc;
 
 	handle_untrack(s, f);
-	ff_locks_file_closed(s->locks, &f->flock_fd);
+	ff_locks_file_closed(s->locks, f->inode->ino, &f->flock_fd);
 	if (!f->mnt)
 		goto out_free;
 	ff_cred_self(&h);
@@ -1176,7 +1176,7 @@ static void ff_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 					       size);
 		rc = op_account(&op, FF_OP_XATTR, n < 0 ? (int)n : 0);
 	}
-	if (xattr_is_acl(name) && rc == -EOPNOTSUPP)
+	if (rc == -EOPNOTSUPP && xattr_is_acl(name))
 		rc = -ENODATA; /* a location without ACLs: none */
 	if (rc < 0)
 		reply_err(req, rc);

@@ -54,7 +54,7 @@ struct waiter {
 	fuse_req_t req;
 	int kind;
 	bool cancelled; /* interrupted: answered EINTR */
-	int fd;		/* a dup of the description to lock: its owner may close its own */
+	int fd; /* the description to lock; once queued, a dup of it (its owner may close its own) */
 	struct owner_key key;
 	pid_t pid;
 	struct flock fl; /* WAIT_POSIX */
@@ -66,8 +66,10 @@ struct ff_locks {
 	GMutex lock;
 	GCond cond;
 	GHashTable *owners;   /* struct lock_owner (by its key) */
-	GHashTable *anchors;  /* ino (uint64_t *) -> struct anchor */
-	GHashTable *anchored; /* description fd -> ino, for those opened from an anchor */
+	/* ino (uint64_t *) -> struct anchor. An inode's descriptions all come from its anchor,
+	 * or none do (a regular file of a backend with lock_fd): an inode with an anchor owns a
+	 * reference to it for each description it has open. */
+	GHashTable *anchors;
 	gint nowners;	      /* owners' size, read without the mutex on every close */
 	GQueue waiters;
 	GThread *thread;
@@ -185,23 +187,17 @@ static int open_description(struct ff_locks *l, struct ff_inode *inode, struct f
 		return fd;
 	}
 	a->refs++;
-	g_hash_table_insert(l->anchored, GINT_TO_POINTER(fd), g_memdup2(&inode->ino, 8));
 	return fd;
 }
 
-/* Close a description made by open_description(); called with the mutex held. */
-static void close_description(struct ff_locks *l, int fd)
+/* Close a description of inode `ino` made by open_description(); called with the mutex held. */
+static void close_description(struct ff_locks *l, uint64_t ino, int fd)
 {
-	uint64_t *ino = g_hash_table_lookup(l->anchored, GINT_TO_POINTER(fd));
+	struct anchor *a = g_hash_table_lookup(l->anchors, &ino);
 
 	close(fd);
-	if (ino) {
-		struct anchor *a = g_hash_table_lookup(l->anchors, ino);
-
-		if (a && --a->refs == 0)
-			g_hash_table_remove(l->anchors, ino);
-		g_hash_table_remove(l->anchored, GINT_TO_POINTER(fd));
-	}
+	if (a && --a->refs == 0)
+		g_hash_table_remove(l->anchors, &ino);
 }
 
 static void anchor_free(gpointer p)
@@ -237,27 +233,42 @@ static int owner_get(struct ff_locks *l, struct ff_inode *inode, struct ff_mount
 
 static void owner_free(struct ff_locks *l, struct lock_owner *lo)
 {
-	close_description(l, lo->fd); /* drops every lock it holds */
+	close_description(l, lo->key.ino, lo->fd); /* drops every lock it holds */
 	g_array_free(lo->ranges, TRUE);
 	g_free(lo);
 }
 
 /* ---- the wait queue ----------------------------------------------------------------------- */
 
-/* One non-blocking attempt; 0, -EAGAIN (still held by another), or -errno. Mutex held. */
+/* Something was unlocked: waiting requests may go now. Mutex held. */
+static void wake_locked(struct ff_locks *l)
+{
+	if (!g_queue_is_empty(&l->waiters))
+		g_cond_signal(&l->cond);
+}
+
+/* One non-blocking attempt of a request, first or queued; 0, -EAGAIN (held by another), or
+ * -errno. An unlock wakes the queue. Mutex held. */
 static int try_lock(struct ff_locks *l, struct waiter *w)
 {
 	struct lock_owner *lo;
 
-	if (w->kind == WAIT_FLOCK)
-		return flock(w->fd, w->op | LOCK_NB) == 0 ? 0 : -errno;
+	if (w->kind == WAIT_FLOCK) {
+		if (flock(w->fd, w->op | LOCK_NB) < 0)
+			return -errno; /* EWOULDBLOCK is EAGAIN */
+		if (w->op == LOCK_UN)
+			wake_locked(l);
+		return 0;
+	}
 	if (fcntl(w->fd, F_OFD_SETLK, &w->fl) < 0)
 		return errno == EACCES ? -EAGAIN : -errno;
 	lo = g_hash_table_lookup(l->owners, &w->key);
-	if (lo && lo->fd >= 0) {
+	if (lo) {
 		lo->pid = w->pid;
 		ranges_note(lo, &w->fl);
 	}
+	if (w->fl.l_type == F_UNLCK)
+		wake_locked(l);
 	return 0;
 }
 
@@ -334,11 +345,22 @@ static void enqueue(struct ff_locks *l, fuse_req_t req, struct waiter *proto, in
 	g_mutex_unlock(&l->lock);
 }
 
-/* Something was unlocked: waiting requests may go now. Mutex held. */
-static void wake_locked(struct ff_locks *l)
+/* The first attempt `rc` of `w` (made under the mutex, which this releases): answer it, or
+ * queue it when it would block and may wait. */
+static void answer_or_wait(struct ff_locks *l, fuse_req_t req, struct waiter *w, int rc,
+			   bool wait)
 {
-	if (!g_queue_is_empty(&l->waiters))
-		g_cond_signal(&l->cond);
+	int dup = -1;
+
+	if (rc == -EAGAIN && wait) {
+		dup = fcntl(w->fd, F_DUPFD_CLOEXEC, 0);
+		rc = dup < 0 ? -errno : rc;
+	}
+	g_mutex_unlock(&l->lock);
+	if (dup >= 0)
+		enqueue(l, req, w, dup);
+	else
+		fuse_reply_err(req, -rc);
 }
 
 /* ---- the operations --------------------------------------------------------------------- */
@@ -351,7 +373,6 @@ struct ff_locks *ff_locks_new(void)
 	g_cond_init(&l->cond);
 	l->owners = g_hash_table_new(key_hash, key_equal);
 	l->anchors = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, anchor_free);
-	l->anchored = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
 	g_queue_init(&l->waiters);
 	l->thread = g_thread_new("locks", wait_thread, l);
 	return l;
@@ -389,7 +410,6 @@ void ff_locks_free(struct ff_locks *l)
 		owner_free(l, p);
 	}
 	g_hash_table_destroy(l->owners);
-	g_hash_table_destroy(l->anchored);
 	g_hash_table_destroy(l->anchors);
 	g_cond_clear(&l->cond);
 	g_mutex_clear(&l->lock);
@@ -426,7 +446,7 @@ void ff_locks_setlk(struct ff_locks *l, fuse_req_t req, struct ff_inode *inode,
 				.pid = lock->l_pid > 0 ? lock->l_pid : fuse_req_ctx(req)->pid,
 				.fl = *lock };
 	struct lock_owner *lo;
-	int rc, fd = -1;
+	int rc;
 
 	proto.fl.l_pid = 0;
 	proto.key = (struct owner_key){ inode->ino, owner };
@@ -437,32 +457,25 @@ void ff_locks_setlk(struct ff_locks *l, fuse_req_t req, struct ff_inode *inode,
 		return;
 	}
 	rc = owner_get(l, inode, mnt, owner, &lo);
-	if (rc == 0 && fcntl(lo->fd, F_OFD_SETLK, &proto.fl) < 0)
-		rc = errno == EACCES ? -EAGAIN : -errno;
 	if (rc == 0) {
-		lo->pid = proto.pid;
-		ranges_note(lo, &proto.fl);
-		if (proto.fl.l_type == F_UNLCK)
-			wake_locked(l);
+		proto.fd = lo->fd;
+		rc = try_lock(l, &proto);
 	}
-	if (rc == -EAGAIN && sleep) {
-		fd = fcntl(lo->fd, F_DUPFD_CLOEXEC, 0);
-		rc = fd < 0 ? -errno : rc;
-	}
-	g_mutex_unlock(&l->lock);
-	if (fd >= 0)
-		enqueue(l, req, &proto, fd);
-	else
-		fuse_reply_err(req, -rc);
+	answer_or_wait(l, req, &proto, rc, sleep);
 }
 
 void ff_locks_flock(struct ff_locks *l, fuse_req_t req, struct ff_inode *inode,
 		    struct ff_mount *mnt, int *fd, int op)
 {
 	struct waiter proto = { .kind = WAIT_FLOCK, .op = op & ~LOCK_NB };
-	int rc = 0, dup = -1;
+	int rc = 0;
 
 	g_mutex_lock(&l->lock);
+	if (*fd < 0 && proto.op == LOCK_UN) {
+		g_mutex_unlock(&l->lock); /* never locked: nothing to unlock */
+		fuse_reply_err(req, 0);
+		return;
+	}
 	if (*fd < 0) {
 		rc = open_description(l, inode, mnt);
 		if (rc >= 0) {
@@ -470,19 +483,11 @@ void ff_locks_flock(struct ff_locks *l, fuse_req_t req, struct ff_inode *inode,
 			rc = 0;
 		}
 	}
-	if (rc == 0 && flock(*fd, proto.op | LOCK_NB) < 0)
-		rc = -errno;
-	if (rc == 0 && proto.op == LOCK_UN)
-		wake_locked(l);
-	if (rc == -EWOULDBLOCK && !(op & LOCK_NB)) {
-		dup = fcntl(*fd, F_DUPFD_CLOEXEC, 0);
-		rc = dup < 0 ? -errno : rc;
+	if (rc == 0) {
+		proto.fd = *fd;
+		rc = try_lock(l, &proto);
 	}
-	g_mutex_unlock(&l->lock);
-	if (dup >= 0)
-		enqueue(l, req, &proto, dup);
-	else
-		fuse_reply_err(req, -rc);
+	answer_or_wait(l, req, &proto, rc, !(op & LOCK_NB));
 }
 
 void ff_locks_owner_closed(struct ff_locks *l, uint64_t ino, uint64_t owner)
@@ -503,12 +508,12 @@ void ff_locks_owner_closed(struct ff_locks *l, uint64_t ino, uint64_t owner)
 	g_mutex_unlock(&l->lock);
 }
 
-void ff_locks_file_closed(struct ff_locks *l, int *fd)
+void ff_locks_file_closed(struct ff_locks *l, uint64_t ino, int *fd)
 {
 	if (*fd < 0)
 		return;
 	g_mutex_lock(&l->lock);
-	close_description(l, *fd);
+	close_description(l, ino, *fd);
 	*fd = -1;
 	wake_locked(l);
 	g_mutex_unlock(&l->lock);

@@ -50,6 +50,6 @@ void ff_locks_flock(struct ff_locks *locks, fuse_req_t req, struct ff_inode *ino
 /* A descriptor of the file was closed by `owner`: its record locks on the inode are gone. */
 void ff_locks_owner_closed(struct ff_locks *locks, uint64_t ino, uint64_t owner);
 /* The open file's last close: its flock goes with its descriptor. */
-void ff_locks_file_closed(struct ff_locks *locks, int *fd);
+void ff_locks_file_closed(struct ff_locks *locks, uint64_t ino, int *fd);
 
 #endif /* FEDFUSE_LOCK_H */

@@ -890,25 +890,32 @@ static bool paths_overlap(const char *a, const char *b)
  */
 static void unwatch_overlaps(struct ff_namespace *ns)
 {
+	struct file_loc {
+		struct ff_location *loc;
+		guint referral;
+	};
+	g_autoptr(GArray) locals = g_array_new(FALSE, FALSE, sizeof(struct file_loc));
+
 	for (guint i = 0; i < ns->referrals->len; i++) {
 		const struct ff_referral *r = ns->referrals->pdata[i];
 
 		for (guint j = 0; j < r->locations->len; j++) {
-			struct ff_location *a = r->locations->pdata[j];
+			struct file_loc l = { r->locations->pdata[j], i };
 
-			if (strcmp(a->spec.scheme, "file") != 0)
-				continue;
-			for (guint k = 0; k < ns->referrals->len; k++) {
-				const struct ff_referral *o = ns->referrals->pdata[k];
+			if (strcmp(l.loc->spec.scheme, "file") == 0)
+				g_array_append_val(locals, l);
+		}
+	}
+	/* replicas of one referral are never in use together: only other referrals count */
+	for (guint i = 0; i < locals->len; i++) {
+		struct file_loc *a = &g_array_index(locals, struct file_loc, i);
 
-				for (guint l = 0; k != i && l < o->locations->len; l++) {
-					const struct ff_location *b = o->locations->pdata[l];
+		for (guint j = i + 1; j < locals->len; j++) {
+			struct file_loc *b = &g_array_index(locals, struct file_loc, j);
 
-					if (strcmp(b->spec.scheme, "file") == 0 &&
-					    paths_overlap(a->spec.path, b->spec.path))
-						a->spec.watch = false;
-				}
-			}
+			if (a->referral != b->referral &&
+			    paths_overlap(a->loc->spec.path, b->loc->spec.path))
+				a->loc->spec.watch = b->loc->spec.watch = false;
 		}
 	}
 }

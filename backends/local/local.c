@@ -382,8 +382,7 @@ static int local_mknod(void *loc, const struct ff_cred *cred, ff_node *parent, c
 
 	if (rc)
 		return rc;
-	if (!local_umask(cred->umask))
-		mode &= ~cred->umask;
+	mode = local_create_mode(mode, cred->umask);
 	/* Regular files, fifos and sockets; devices when the caller has CAP_MKNOD (root). */
 	if (mknodat(node_fd(parent), name, mode, rdev) < 0)
 		return -errno;
@@ -397,8 +396,7 @@ static int local_mkdir(void *loc, const struct ff_cred *cred, ff_node *parent, c
 
 	if (rc)
 		return rc;
-	if (!local_umask(cred->umask))
-		mode &= ~cred->umask;
+	mode = local_create_mode(mode, cred->umask);
 	if (mkdirat(node_fd(parent), name, mode & 07777) < 0)
 		return -errno;
 	return node_at(node_fd(parent), name, node, st);
@@ -545,8 +543,7 @@ static int local_create(void *loc, const struct ff_cred *cred, ff_node *parent, 
 	rc = local_become(cred);
 	if (rc)
 		return rc;
-	if (!local_umask(cred->umask))
-		mode &= ~cred->umask;
+	mode = local_create_mode(mode, cred->umask);
 
 	fd = openat(node_fd(parent), name, flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode & 07777);
 	if (fd < 0)

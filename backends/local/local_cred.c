@@ -209,7 +209,8 @@ int local_become(const struct ff_cred *cred)
 	return switch_thread(uid, gid, ngroups, groups);
 }
 
-bool local_umask(mode_t mask)
+/* Give the calling thread the umask `mask`; false when it has no umask of its own. */
+static bool thread_umask(mode_t mask)
 {
 	static __thread int private_umask; /* 0: not tried, 1: yes, -1: no */
 	static __thread mode_t current;
@@ -240,4 +241,9 @@ bool local_umask(mode_t mask)
 		current = mask;
 	}
 	return true;
+}
+
+mode_t local_create_mode(mode_t mode, mode_t mask)
+{
+	return thread_umask(mask) ? mode : mode & ~mask;
 }

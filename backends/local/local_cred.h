@@ -27,10 +27,11 @@ void local_cred_init(void);
  * switched; the operation must then fail with that errno without touching the filesystem. */
 int local_become(const struct ff_cred *cred);
 
-/* Give the calling thread the umask `mask` for the object it creates next, which the
- * filesystem applies unless the object inherits a default ACL of its parent (POSIX.1e). The
- * thread gets a private umask once (unshare(CLONE_FS)); false if it cannot, and then the
- * caller applies `mask` itself (a warning is logged once). */
-bool local_umask(mode_t mask);
+/* The mode to create an object with, for a caller with umask `mask`: the calling thread gets
+ * the umask `mask`, which the filesystem applies unless the object inherits a default ACL of
+ * its parent (POSIX.1e), and `mode` is returned as it is. The thread gets a private umask once
+ * (unshare(CLONE_FS)); if it cannot, `mode` comes back masked (default ACLs then do not
+ * override the umask; a warning is logged once). */
+mode_t local_create_mode(mode_t mode, mode_t mask);
 
 #endif /* FEDFUSE_LOCAL_CRED_H */

@@ -104,7 +104,7 @@ static bool handle_id(struct local_watch *w, const union handle_buf *h, struct o
 {
 	const struct obj_id *known = g_hash_table_lookup(w->ids, h->bytes);
 	struct stat st;
-	int fd;
+	int fd, rc;
 
 	if (known) {
 		*id = *known;
@@ -113,11 +113,10 @@ static bool handle_id(struct local_watch *w, const union handle_buf *h, struct o
 	fd = open_by_handle_at(w->mount_fd, (struct file_handle *)&h->fh, O_PATH | O_CLOEXEC);
 	if (fd < 0)
 		return false; /* gone, and never seen: nothing can hold it */
-	if (fstat(fd, &st) < 0) {
-		close(fd);
-		return false;
-	}
+	rc = fstat(fd, &st);
 	close(fd);
+	if (rc < 0)
+		return false;
 	id->dev = st.st_dev;
 	id->ino = st.st_ino;
 	if (g_hash_table_size(w->ids) >= IDS_MAX)
