@@ -31,7 +31,7 @@
 #include <sys/types.h>
 #include <fcntl.h>
 
-#define FF_BACKEND_ABI_MAJOR 2 /* incompatible changes bump this; the core refuses others */
+#define FF_BACKEND_ABI_MAJOR 3 /* incompatible changes bump this; the core refuses others */
 #define FF_BACKEND_ABI_MINOR 0 /* compatible additions (new ops at the end) bump this */
 #define FF_BACKEND_SYMBOL "fedfuse_backend"
 
@@ -199,8 +199,13 @@ struct ff_backend_ops {
 	/* Returns bytes read (short only at end of file), or -errno. */
 	ssize_t (*read)(void *loc, void *fh, void *buf, size_t size, off_t off);
 	/* Returns bytes written, honouring O_APPEND (off ignored): all of them, or fewer when an
-	 * error struck after some were written (as write(2)), or -errno when none were. */
-	ssize_t (*write)(void *loc, void *fh, const void *buf, size_t size, off_t off);
+	 * error struck after some were written (as write(2)), or -errno when none were.
+	 * Data-changing calls (write, fallocate, copy_file_range) act as `cred`, the writer (not
+	 * the opener): a writer without CAP_FSETID clears the file's setuid and setgid bits the way
+	 * the kernel does for a direct write (setgid also when the writer is not in the file's
+	 * group, Linux >= 6.2), and a root writer keeps them. */
+	ssize_t (*write)(void *loc, const struct ff_cred *cred, void *fh, const void *buf,
+			 size_t size, off_t off);
 	/* Optional: a kernel file descriptor for this handle, so the core can splice data between
 	 * it and /dev/fuse without copies. Returns -1 when there is none. Must not block. */
 	int (*handle_fd)(void *loc, void *fh);
@@ -209,12 +214,13 @@ struct ff_backend_ops {
 	int (*fsync)(void *loc, void *fh, int datasync);
 	/* Last close: free the handle. Errors are logged by the core, never returned to a user. */
 	int (*release)(void *loc, void *fh);
-	int (*fallocate)(void *loc, void *fh, int mode, off_t off, off_t len);
+	int (*fallocate)(void *loc, const struct ff_cred *cred, void *fh, int mode, off_t off,
+			 off_t len);
 	/* SEEK_DATA / SEEK_HOLE (and SEEK_SET/CUR/END). Returns the new offset or -errno. */
 	off_t (*lseek)(void *loc, void *fh, off_t off, int whence);
 	/* Returns bytes copied, or -errno (-EXDEV/-EOPNOTSUPP make the kernel fall back). */
-	ssize_t (*copy_file_range)(void *loc, void *fh_in, off_t off_in, void *fh_out,
-				   off_t off_out, size_t len, int flags);
+	ssize_t (*copy_file_range)(void *loc, const struct ff_cred *cred, void *fh_in,
+				   off_t off_in, void *fh_out, off_t off_out, size_t len, int flags);
 
 	/* Optional, for locks: a new open file description of the regular file `node` (a kernel
 	 * descriptor, readable and writable where it can be), on which the core takes open file

@@ -17,6 +17,7 @@
 #include "fedfuse/dir.h"
 #include "fedfuse/fedfuse.h"
 #include "fedfuse/log.h"
+#include "fedfuse/notify.h"
 #include "fedfuse/resolve.h"
 
 #define MAX_IO (1024 * 1024)
@@ -245,6 +246,46 @@ static bool is_kill_setid(const struct ff_cred *cred, const struct stat *cur,
 	       (after & ~before) == 0 && dropped != 0 && (dropped & ~(mode_t)(S_ISUID | S_ISGID)) == 0;
 }
 
+static bool cred_in_group(const struct ff_cred *cred, gid_t gid)
+{
+	if (cred->gid == gid)
+		return true;
+	for (int i = 0; i < cred->ngroups && cred->groups; i++)
+		if (cred->groups[i] == gid)
+			return true;
+	return false;
+}
+
+/*
+ * A size change by a caller without CAP_FSETID clears setuid, and setgid when the file is
+ * group-executable or the caller is not in its group (Linux >= 6.2). The kernel's FUSE client
+ * leaves that to us for a truncate, and a server may not do it (ganesha keeps the bits on a
+ * SETATTR of the size): after a truncate, `st` tells what the backend left, and what should
+ * have gone is cleared with the daemon's credentials, as is_kill_setid() does for the kernel.
+ */
+static int drop_setid(struct op *op, void *fh, struct stat *st)
+{
+	mode_t drop = 0;
+	struct ff_cred_hold self;
+	struct stat attr = { .st_mode = st->st_mode };
+	int rc;
+
+	if (op->h.cred.uid == 0 || !S_ISREG(st->st_mode))
+		return 0;
+	drop = st->st_mode & S_ISUID;
+	if ((st->st_mode & S_ISGID) &&
+	    ((st->st_mode & S_IXGRP) || !cred_in_group(&op->h.cred, st->st_gid)))
+		drop |= S_ISGID;
+	if (!drop)
+		return 0;
+	attr.st_mode &= ~drop;
+	ff_cred_self(&self);
+	rc = ops_of(op->t.mnt)->setattr(op->t.mnt->ctx, &self.cred, op->t.bnode, fh, &attr,
+					FUSE_SET_ATTR_MODE, st);
+	ff_cred_put(&self);
+	return op_account(op, FF_OP_SETATTR, rc);
+}
+
 static void ff_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
@@ -277,6 +318,8 @@ static void ff_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		rc = ops_of(op.t.mnt)->setattr(op.t.mnt->ctx, &op.h.cred, op.t.bnode, fh, attr,
 					       to_set, &st);
 		rc = op_account(&op, FF_OP_SETATTR, rc);
+		if (rc == 0 && (to_set & FUSE_SET_ATTR_SIZE))
+			rc = drop_setid(&op, fh, &st);
 	}
 	if (rc < 0) {
 		reply_err(req, rc);
@@ -417,10 +460,7 @@ static void ff_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 		reply_err(req, rc);
 	} else {
 		ff_itab_ref(op.s->itab, inode);
-		e.ino = ino;
-		e.attr = st;
-		e.attr.st_ino = ino;
-		e.attr_timeout = e.entry_timeout = ff_mount_cache_timeout(op.t.mnt);
+		ff_resolve_entry_held(op.t.mnt, inode, &st, &e);
 		fuse_reply_entry(req, &e);
 	}
 	op_end(&op);
@@ -667,6 +707,17 @@ static void ff_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		g_mutex_unlock(&op.inode->lock);
 		remember_version(op.inode, &st);
 	}
+	/* O_TRUNC by a caller without CAP_FSETID clears setid bits, as a truncate does; the
+	 * kernel may hold the old mode (ff_inode_note_mode). */
+	if ((flags & O_TRUNC) && op.h.cred.uid != 0 &&
+	    __atomic_load_n(&op.inode->setid, __ATOMIC_RELAXED)) {
+		if (ops_of(op.t.mnt)->getattr(op.t.mnt->ctx, &op.h.cred, op.t.bnode, fh, &st) == 0 &&
+		    drop_setid(&op, fh, &st) < 0)
+			ff_log_once(LOG_WARNING, op.t.mnt->loc.spec.uri, 60,
+				    "cannot clear setid bits after a truncating open on %s",
+				    op.t.mnt->loc.spec.uri);
+		ff_notify_after_write(op.inode);
+	}
 	if (flags & O_DIRECT)
 		fi->direct_io = 1;
 	fi->fh = (uintptr_t)f;
@@ -778,6 +829,7 @@ static void ff_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 	struct ff_file *f = file_of(fi);
 	size_t size = fuse_buf_size(in);
 	gint64 start = g_get_monotonic_time();
+	struct ff_cred_hold h;
 	const void *data;
 	ssize_t n;
 
@@ -790,31 +842,27 @@ static void ff_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 		return;
 	}
 	f->wrote = true;
-	if (f->fd >= 0) {
-		struct fuse_bufvec out = FUSE_BUFVEC_INIT(size);
-
-		out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-		out.buf[0].fd = f->fd;
-		out.buf[0].pos = off;
-		n = fuse_buf_copy(&out, in, 0);
+	if (in->count == 1 && !(in->buf[0].flags & FUSE_BUF_IS_FD)) {
+		data = (const char *)in->buf[0].mem + in->off;
 	} else {
-		if (in->count == 1 && !(in->buf[0].flags & FUSE_BUF_IS_FD)) {
-			data = (const char *)in->buf[0].mem + in->off;
-		} else {
-			struct fuse_bufvec mem = FUSE_BUFVEC_INIT(size);
+		struct fuse_bufvec mem = FUSE_BUFVEC_INIT(size);
 
-			mem.buf[0].mem = io_buffer(size);
-			n = fuse_buf_copy(&mem, in, 0);
-			if (n < 0) {
-				reply_err(req, (int)n);
-				return;
-			}
-			size = n;
-			data = mem.buf[0].mem;
+		mem.buf[0].mem = io_buffer(size);
+		n = fuse_buf_copy(&mem, in, 0);
+		if (n < 0) {
+			reply_err(req, (int)n);
+			return;
 		}
-		n = ops_of(f->mnt)->write(f->mnt->ctx, f->fh, data, size, off);
+		size = n;
+		data = mem.buf[0].mem;
 	}
+	/* As the writer: whether setid bits survive depends on who writes (backend.h). */
+	ff_cred_get(req, &h);
+	n = ops_of(f->mnt)->write(f->mnt->ctx, &h.cred, f->fh, data, size, off);
 	ff_mount_account(f->mnt, FF_OP_WRITE, n < 0 ? (int)n : 0, start);
+	if (n > 0 && h.cred.uid != 0)
+		ff_notify_after_write(f->inode);
+	ff_cred_put(&h);
 	if (n < 0)
 		reply_err(req, (int)n);
 	else
@@ -965,14 +1013,21 @@ static void ff_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 			 struct fuse_file_info *fi)
 {
 	struct ff_file *f = file_of(fi);
+	struct ff_cred_hold h;
 	int rc = -EOPNOTSUPP;
 
-	if (f->mnt && f->mnt->loc.spec.read_only)
+	if (f->mnt && f->mnt->loc.spec.read_only) {
 		rc = -EROFS;
-	else if (f->mnt && ops_of(f->mnt)->fallocate)
+	} else if (f->mnt && ops_of(f->mnt)->fallocate) {
+		ff_cred_get(req, &h);
 		rc = ff_mount_account(f->mnt, FF_OP_OTHER,
-				      ops_of(f->mnt)->fallocate(f->mnt->ctx, f->fh, mode, off, len),
+				      ops_of(f->mnt)->fallocate(f->mnt->ctx, &h.cred, f->fh, mode,
+								off, len),
 				      g_get_monotonic_time());
+		if (rc == 0 && h.cred.uid != 0)
+			ff_notify_after_write(f->inode);
+		ff_cred_put(&h);
+	}
 	reply_err(req, rc);
 }
 
@@ -998,6 +1053,7 @@ static void ff_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			       struct fuse_file_info *fi_out, size_t len, int flags)
 {
 	struct ff_file *in = file_of(fi_in), *out = file_of(fi_out);
+	struct ff_cred_hold h;
 	ssize_t n;
 
 	if (!in->mnt || in->mnt != out->mnt || !ops_of(in->mnt)->copy_file_range) {
@@ -1005,8 +1061,12 @@ static void ff_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		return;
 	}
 	out->wrote = true;
-	n = ops_of(in->mnt)->copy_file_range(in->mnt->ctx, in->fh, off_in, out->fh, off_out, len,
-					     flags);
+	ff_cred_get(req, &h);
+	n = ops_of(in->mnt)->copy_file_range(in->mnt->ctx, &h.cred, in->fh, off_in, out->fh,
+					     off_out, len, flags);
+	if (n > 0 && h.cred.uid != 0)
+		ff_notify_after_write(out->inode);
+	ff_cred_put(&h);
 	if (n < 0)
 		reply_err(req, (int)n);
 	else

@@ -47,6 +47,10 @@ struct ff_inode {
 	uint16_t mnt_index;
 	uint16_t type; /* S_IFMT bits */
 	bool pinned;   /* never freed (root, virtual and control inodes) */
+	/* The kernel may hold a mode with setuid or setgid bits for this file: a write by a caller
+	 * without CAP_FSETID may clear them, which the kernel does not learn from the reply.
+	 * Read and written with __atomic builtins (see ff_inode_note_mode). */
+	bool setid;
 
 	/* Close-to-open consistency: the data version the kernel's page cache holds (under
 	 * `lock`, as are opencount and the fields after it). */
@@ -79,6 +83,15 @@ struct ff_inode_gone {
 	bool removed;
 	struct stat removed_st;
 };
+
+/* Attributes with `mode` go to the kernel for `inode`: note whether they carry setid bits. */
+static inline void ff_inode_note_mode(struct ff_inode *inode, mode_t mode)
+{
+	bool setid = S_ISREG(mode) && (mode & (S_ISUID | S_ISGID));
+
+	if (__atomic_load_n(&inode->setid, __ATOMIC_RELAXED) != setid)
+		__atomic_store_n(&inode->setid, setid, __ATOMIC_RELAXED);
+}
 
 /* The inode's `gone` record, made on first use; called with inode->lock held. */
 struct ff_inode_gone *ff_inode_gone(struct ff_inode *inode);

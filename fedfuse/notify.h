@@ -22,6 +22,12 @@ void ff_notify_start(struct fuse_session *se, struct ff_itab *itab);
  * or the table goes away. */
 void ff_notify_stop(void);
 
+/* The daemon's own operation on `inode` changed attributes in a way the kernel does not infer
+ * from its reply (a write that cleared setid bits): drop the kernel's cached attributes now, so
+ * that the reply, sent after this returns, is not followed by stale ones. Does nothing for an
+ * inode whose mode had no setid bits. */
+void ff_notify_after_write(struct ff_inode *inode);
+
 /* The callbacks a backend gets for the location of `m`. */
 void ff_notify_init(struct ff_notify *n, struct ff_mount *m);
 

@@ -59,6 +59,7 @@ static void fill_entry(struct ff_inode *inode, const struct stat *st, double tim
 	e->attr.st_ino = inode->ino;
 	e->attr_timeout = timeout;
 	e->entry_timeout = timeout;
+	ff_inode_note_mode(inode, st->st_mode);
 }
 
 /* Intern a backend object; consumes bnode. */
@@ -497,6 +498,7 @@ out_put:
 
 void ff_resolve_fix_attr(struct ff_inode *inode, struct stat *st)
 {
+	ff_inode_note_mode(inode, st->st_mode);
 	g_mutex_lock(&inode->lock);
 	if (inode->gone && inode->gone->hidden_name) /* unlinked while open, kept hidden */
 		st->st_nlink = 0;

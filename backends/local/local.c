@@ -594,10 +594,15 @@ static ssize_t local_read(void *loc, void *fh, void *buf, size_t size, off_t off
 	return done;
 }
 
-static ssize_t local_write(void *loc, void *fh, const void *buf, size_t size, off_t off)
+static ssize_t local_write(void *loc, const struct ff_cred *cred, void *fh, const void *buf,
+			   size_t size, off_t off)
 {
 	int fd = fh_fd(fh);
 	size_t done = 0;
+	int rc = local_become(cred); /* the writer's CAP_FSETID and groups decide setid bits */
+
+	if (rc)
+		return rc;
 
 	/* With O_APPEND, Linux's pwrite() appends whatever the offset: off is ignored. */
 	while (done < size) {
@@ -649,8 +654,13 @@ static int local_release(void *loc, void *fh)
 	return rc;
 }
 
-static int local_fallocate(void *loc, void *fh, int mode, off_t off, off_t len)
+static int local_fallocate(void *loc, const struct ff_cred *cred, void *fh, int mode, off_t off,
+			   off_t len)
 {
+	int rc = local_become(cred);
+
+	if (rc)
+		return rc;
 	return fallocate(fh_fd(fh), mode, off, len) < 0 ? -errno : 0;
 }
 
@@ -661,10 +671,15 @@ static off_t local_lseek(void *loc, void *fh, off_t off, int whence)
 	return res < 0 ? -errno : res;
 }
 
-static ssize_t local_copy_file_range(void *loc, void *fh_in, off_t off_in, void *fh_out,
-				     off_t off_out, size_t len, int flags)
+static ssize_t local_copy_file_range(void *loc, const struct ff_cred *cred, void *fh_in,
+				     off_t off_in, void *fh_out, off_t off_out, size_t len, int flags)
 {
-	ssize_t n = copy_file_range(fh_fd(fh_in), &off_in, fh_fd(fh_out), &off_out, len, flags);
+	int rc = local_become(cred);
+	ssize_t n;
+
+	if (rc)
+		return rc;
+	n = copy_file_range(fh_fd(fh_in), &off_in, fh_fd(fh_out), &off_out, len, flags);
 
 	return n < 0 ? -errno : n;
 }

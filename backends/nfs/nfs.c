@@ -797,7 +797,8 @@ static ssize_t write_locked(struct nfs_loc *loc, struct nfs_handle *h, const voi
 	return rc == (int)size ? rc : -EIO;
 }
 
-static ssize_t nfs_write_file(void *l, void *fhv, const void *buf, size_t size, off_t off)
+static ssize_t nfs_write_file(void *l, const struct ff_cred *cred, void *fhv, const void *buf,
+			      size_t size, off_t off)
 {
 	struct nfs_loc *loc = l;
 	struct nfs_handle *h = fhv;

@@ -1313,7 +1313,8 @@ out:
 }
 
 /* SMB has no append mode: with O_APPEND, each write goes where the file ends now. */
-static ssize_t smb_write(void *loc_, void *fh_, const void *buf, size_t size, off_t off)
+static ssize_t smb_write(void *loc_, const struct ff_cred *cred, void *fh_, const void *buf,
+			 size_t size, off_t off)
 {
 	struct smb_loc *loc = loc_;
 	struct smb_file *fh = fh_;
