@@ -310,6 +310,28 @@ def errno_of(e):
     return e.errno if isinstance(e, OSError) else None
 
 
+def cached_inodes(mnt):
+    """The daemon's count of inodes the kernel holds ("inodes N" in /.fedfuse/stats)."""
+    return int(re.search(r"^inodes (\d+)$", read_stats(mnt)["text"], re.M).group(1))
+
+
+def drop_caches_and_settle(mnt, timeout=10.0):
+    """drop_caches(), then wait until the daemon has received the kernel's forgets: its inode
+    count fell and stays put between two reads. False if it cannot drop caches."""
+    before = cached_inodes(mnt)
+    if not drop_caches():
+        return False
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        n = cached_inodes(mnt)
+        if n < before and n == last:
+            return True
+        last = n
+        time.sleep(0.05)
+    raise AssertionError(f"the daemon still holds {last} of {before} inodes after drop_caches")
+
+
 def drop_caches():
     """Make the kernel forget unused dentries and inodes (root only); False if it cannot."""
     # no sync(): it could wait on somebody else's frozen network mount

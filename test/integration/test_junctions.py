@@ -25,9 +25,9 @@ import pytest
 
 from conftest import BUILDDIR, KINDS, SERVERS_ENV, backend_module_present, read_servers_env
 from conftest import stop_or_fail, uri_below
-from servers_util import (PrivateServers, drop_caches, location_ops, location_xattr,
-                          port_listens, read_stats, total_calls)
-from util import expect_errno, mkdirs, namespace_text, read_file, write_file
+from servers_util import (PrivateServers, drop_caches, drop_caches_and_settle, location_ops,
+                          location_xattr, port_listens, read_stats, total_calls)
+from util import expect_errno, mkdirs, namespace_text, read_file, wait_until, write_file
 
 TOOL = os.path.join(BUILDDIR, "fedfuse", "fedfuse-junction")
 IS_ROOT = os.geteuid() == 0
@@ -542,8 +542,7 @@ def test_cached_crossing_reads_no_junction(mount_factory, tmp_path):
         assert _jc(s1)["misses"] > _jc(s0)["misses"], "first crossing was no cache miss"
 
         # 1. The kernel forgets j (and the junction root's inode); it looks j up again.
-        assert drop_caches()
-        time.sleep(0.3)  # let the forgets reach the daemon
+        assert drop_caches_and_settle(m.mnt)
         s2 = read_stats(m.mnt)
         st = os.stat(os.path.join(msub, "j"))
         assert stat.S_ISDIR(st.st_mode)
@@ -597,8 +596,9 @@ def test_changed_junction_is_read_again(mount_factory, tmp_path):
     assert read_file(os.path.join(mj, "which")) == b"one\n"
     os.setxattr(j, "user.fedfuse.locations", furi(two).encode())
     drop_caches()
-    time.sleep(1.5)  # and past attr-timeout (1 s)
-    assert read_file(os.path.join(mj, "which")) == b"two\n"
+    # the kernel asks again once it forgot the entry, at the latest after attr-timeout (1 s)
+    assert wait_until(lambda: read_file(os.path.join(mj, "which")) == b"two\n", 5), \
+        read_file(os.path.join(mj, "which"))
     assert location_xattr(mj) == furi(two)
 
 
