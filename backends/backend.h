@@ -20,6 +20,10 @@
  *    a name, and nothing outside the location's root may be reachable.
  *  - A NULL operation means "not supported": the core answers -ENOSYS (or -ENOTSUP for xattr and
  *    lock operations) without calling the backend.
+ *  - Logging: through GLib's log functions (g_warning, g_message, g_info, g_debug), in the
+ *    backend's own log domain (G_LOG_DOMAIN: local, nfs, smb); the core sends the lines where its own
+ *    go (stderr in the foreground, syslog otherwise). Never a password.
+ *  - No libfuse type or header: this file is the whole contract.
  */
 #ifndef FEDFUSE_BACKEND_H
 #define FEDFUSE_BACKEND_H
@@ -31,7 +35,7 @@
 #include <sys/types.h>
 #include <fcntl.h>
 
-#define FF_BACKEND_ABI_MAJOR 3 /* incompatible changes bump this; the core refuses others */
+#define FF_BACKEND_ABI_MAJOR 4 /* incompatible changes bump this; the core refuses others */
 #define FF_BACKEND_ABI_MINOR 0 /* compatible additions (new ops at the end) bump this */
 #define FF_BACKEND_SYMBOL "fedfuse_backend"
 
@@ -92,24 +96,41 @@ enum ff_caps {
 	FF_CAP_ACL = 1u << 8,
 };
 
+/* What setattr() changes: the fields of `attr` it names. */
+enum ff_set {
+	FF_SET_MODE = 1u << 0,
+	FF_SET_UID = 1u << 1,
+	FF_SET_GID = 1u << 2,
+	FF_SET_SIZE = 1u << 3,
+	FF_SET_ATIME = 1u << 4,	    /* to attr->st_atim */
+	FF_SET_MTIME = 1u << 5,	    /* to attr->st_mtim */
+	FF_SET_ATIME_NOW = 1u << 6, /* to the current time */
+	FF_SET_MTIME_NOW = 1u << 7,
+	FF_SET_CTIME = 1u << 8, /* the change time alone: nothing else to change */
+};
+
+/* What fill() answers (or -errno to stop the listing). */
+enum ff_fill_result {
+	FF_FILL_TAKEN = 0,     /* the entry is taken: go on */
+	FF_FILL_FULL = 1,      /* not taken, the buffer is full: the next readdir() starts with it */
+	FF_FILL_WANT_NODE = 2, /* a by-name entry not taken: give it again, with a node */
+};
+
 /* readdir() output. `st` has at least st_ino and the S_IFMT bits of st_mode; in plus mode it is
  * complete and `node` is a new node reference for the entry — or, when the entry could not be
  * looked up (no search permission, say), `node` is NULL and `st` minimal: the core then looks the
- * name up itself when the kernel asks for it. The callee takes ownership of
- * `node` whatever it returns. Returns 0 to continue, 1 when the buffer is full (the entry was
- * not taken: the next readdir() must start at it again), 2 for a FF_NODE_BY_NAME entry it
- * wants with a node (below), or -errno to stop. `next` is the
- * offset that resumes the listing after this entry. */
-typedef int (*ff_fill_fn)(void *buf, const char *name, const struct stat *st, off_t next,
-			  ff_node *node);
-
-/* As readdir()'s `node` in plus mode: `st` is complete, but no node was made, because making one
+ * name up itself when the kernel asks for it. The callee takes ownership of `node` whatever it
+ * returns (enum ff_fill_result, or -errno to stop). `next` is the offset that resumes the
+ * listing after this entry.
+ *
+ * `by_name` (plus mode, `node` NULL): `st` is complete, but no node was made, because making one
  * costs the backend more than it costs the core to find the object among its inodes. For an
  * entry that is neither a directory nor a symlink (a junction is one of those), the core takes
- * it when it has an inode for (st_dev, st_ino); otherwise fill() returns 2, takes nothing, and
- * wants the same entry again with a node. Only for a backend whose (st_dev, st_ino) cannot name
- * another object while the core holds a node for it. */
-#define FF_NODE_BY_NAME ((ff_node *)1)
+ * it when it has an inode for (st_dev, st_ino); otherwise fill() answers FF_FILL_WANT_NODE.
+ * Only for a backend whose (st_dev, st_ino) cannot name another object while the core holds a
+ * node for it. */
+typedef int (*ff_fill_fn)(void *buf, const char *name, const struct stat *st, off_t next,
+			  ff_node *node, bool by_name);
 
 /* Ways the core is told of changes it did not make (FF_CAP_NOTIFY). A backend calls these
  * from a thread of its own, never from inside an operation, for changes made by anything but
@@ -159,10 +180,10 @@ struct ff_backend_ops {
 	/* Attributes. `fh` is an open handle of this node or NULL. */
 	int (*getattr)(void *loc, const struct ff_cred *cred, ff_node *node, void *fh,
 		       struct stat *st);
-	/* Change the attributes selected by `to_set` (FUSE_SET_ATTR_* bits: MODE, UID, GID, SIZE,
-	 * ATIME, MTIME, ATIME_NOW, MTIME_NOW, CTIME) to the values in `attr`; then fill `st`. */
+	/* Change the attributes selected by `to_set` (enum ff_set) to the values in `attr`; then
+	 * fill `st`. */
 	int (*setattr)(void *loc, const struct ff_cred *cred, ff_node *node, void *fh,
-		       const struct stat *attr, int to_set, struct stat *st);
+		       const struct stat *attr, unsigned int to_set, struct stat *st);
 
 	/* Read a symlink's target into buf (not NUL-terminated). Returns its length, or -errno.
 	 * A target longer than `size` is -ENAMETOOLONG. */

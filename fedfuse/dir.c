@@ -15,7 +15,7 @@ struct ff_dirent {
 			 * readdirplus resolves the name like a lookup */
 	bool bare;	/* a namespace or control entry: listed without attributes, so that a
 			 * listing never waits for a location (the kernel looks it up on use) */
-	struct ff_inode *inode; /* a FF_NODE_BY_NAME entry's inode, with one lookup held for the
+	struct ff_inode *inode; /* a by-name entry's inode, with one lookup held for the
 				 * kernel until it is given the entry */
 };
 
@@ -56,24 +56,24 @@ static void add(struct ff_dir *dir, const char *name, const struct stat *st, ff_
 	g_array_append_val(dir->entries, d);
 }
 
-static int fill(void *buf, const char *name, const struct stat *st, off_t next, ff_node *node)
+static int fill(void *buf, const char *name, const struct stat *st, off_t next, ff_node *node,
+		bool by_name)
 {
 	struct ff_dir *dir = buf;
 	struct ff_inode *inode = NULL;
 	struct stat copy = *st;
 
 	if (dir->hidden && g_hash_table_contains(dir->hidden, name)) {
-		if (node && node != FF_NODE_BY_NAME)
+		if (node)
 			dir->t.mnt->be->ops->forget(dir->t.mnt->ctx, node);
-		return 0;
+		return FF_FILL_TAKEN;
 	}
-	if (node == FF_NODE_BY_NAME) {
+	if (by_name) {
 		if (S_ISDIR(st->st_mode) || S_ISLNK(st->st_mode))
-			return 2; /* a node, please */
+			return FF_FILL_WANT_NODE;
 		inode = ff_itab_find_ref(dir->s->itab, dir->t.mnt->index, st->st_dev, st->st_ino);
 		if (!inode)
-			return 2;
-		node = NULL;
+			return FF_FILL_WANT_NODE;
 		copy.st_ino = inode->ino;
 	} else if (!node) { /* d_ino as stat will report it */
 		copy.st_ino = ff_itab_predict(dir->s->itab, dir->t.mnt->index, st->st_dev,
@@ -81,7 +81,7 @@ static int fill(void *buf, const char *name, const struct stat *st, off_t next, 
 	}
 	add(dir, name, &copy, node, false);
 	g_array_index(dir->entries, struct ff_dirent, dir->entries->len - 1).inode = inode;
-	return 0;
+	return FF_FILL_TAKEN;
 }
 
 static int load(struct ff_state *s, const struct ff_cred *cred, struct ff_dir *dir, bool plus)

@@ -281,15 +281,38 @@ static int drop_setid(struct op *op, void *fh, struct stat *st)
 	attr.st_mode &= ~drop;
 	ff_cred_self(&self);
 	rc = ops_of(op->t.mnt)->setattr(op->t.mnt->ctx, &self.cred, op->t.bnode, fh, &attr,
-					FUSE_SET_ATTR_MODE, st);
+					FF_SET_MODE, st);
 	ff_cred_put(&self);
 	return op_account(op, FF_OP_SETATTR, rc);
 }
 
-static void ff_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+/* FUSE's setattr bits in the contract's terms (backend.h). */
+static unsigned int set_bits(int fuse_to_set)
+{
+	static const struct {
+		int fuse;
+		unsigned int ff;
+	} map[] = {
+		{ FUSE_SET_ATTR_MODE, FF_SET_MODE },	     { FUSE_SET_ATTR_UID, FF_SET_UID },
+		{ FUSE_SET_ATTR_GID, FF_SET_GID },	     { FUSE_SET_ATTR_SIZE, FF_SET_SIZE },
+		{ FUSE_SET_ATTR_ATIME, FF_SET_ATIME },	     { FUSE_SET_ATTR_MTIME, FF_SET_MTIME },
+		{ FUSE_SET_ATTR_ATIME_NOW, FF_SET_ATIME_NOW }, { FUSE_SET_ATTR_MTIME_NOW, FF_SET_MTIME_NOW },
+		{ FUSE_SET_ATTR_CTIME, FF_SET_CTIME },
+	};
+	unsigned int out = 0;
+
+	for (size_t i = 0; i < G_N_ELEMENTS(map); i++)
+		if (fuse_to_set & map[i].fuse)
+			out |= map[i].ff;
+	return out;
+}
+
+static void ff_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int fuse_to_set,
 		       struct fuse_file_info *fi)
 {
 	struct ff_file *f = fi ? file_of(fi) : NULL;
+	unsigned int to_set = set_bits(fuse_to_set);
+	bool done = false;
 	void *fh;
 	struct op op;
 	struct stat st, cur;
@@ -299,7 +322,7 @@ static void ff_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	if (rc == 0 && !ops_of(op.t.mnt)->setattr)
 		rc = -ENOSYS;
 	fh = f && f->mnt ? f->fh : NULL;
-	if (rc == 0 && (to_set & FUSE_SET_ATTR_MODE) && op.h.cred.uid != 0 &&
+	if (rc == 0 && (to_set & FF_SET_MODE) && op.h.cred.uid != 0 &&
 	    op.s->default_permissions &&
 	    ops_of(op.t.mnt)->getattr(op.t.mnt->ctx, &op.h.cred, op.t.bnode, fh, &cur) == 0 &&
 	    is_kill_setid(&op.h.cred, &cur, attr)) {
@@ -307,18 +330,17 @@ static void ff_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 
 		ff_cred_self(&self);
 		rc = ops_of(op.t.mnt)->setattr(op.t.mnt->ctx, &self.cred, op.t.bnode, fh, attr,
-					       FUSE_SET_ATTR_MODE, &st);
+					       FF_SET_MODE, &st);
 		ff_cred_put(&self);
 		rc = op_account(&op, FF_OP_SETATTR, rc);
-		to_set &= ~FUSE_SET_ATTR_MODE;
-		if (!(to_set & ~FUSE_SET_ATTR_CTIME))
-			to_set = -1; /* nothing left: `st` is the answer */
+		to_set &= ~FF_SET_MODE;
+		done = !(to_set & ~FF_SET_CTIME); /* nothing left: `st` is the answer */
 	}
-	if (rc == 0 && to_set != -1) { /* all of it, or what is left after the kill above */
+	if (rc == 0 && !done) { /* all of it, or what is left after the kill above */
 		rc = ops_of(op.t.mnt)->setattr(op.t.mnt->ctx, &op.h.cred, op.t.bnode, fh, attr,
 					       to_set, &st);
 		rc = op_account(&op, FF_OP_SETATTR, rc);
-		if (rc == 0 && (to_set & FUSE_SET_ATTR_SIZE))
+		if (rc == 0 && (to_set & FF_SET_SIZE))
 			rc = drop_setid(&op, fh, &st);
 	}
 	if (rc < 0) {

@@ -8,7 +8,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fuse_lowlevel.h>
 #include <glib.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +31,7 @@ struct local_loc {
 
 /* A node: the object itself (never a symlink's target), by an O_PATH|O_NOFOLLOW descriptor, and
  * its type (an object's type never changes). Nothing is allocated for it: the node pointer's
- * value holds both, ((fd + 1) << 4) | (type >> 12), which is never NULL nor FF_NODE_BY_NAME.
+ * value holds both, ((fd + 1) << 4) | (type >> 12), which is never NULL.
  * The core dedups nodes by (st_dev, st_ino), so there is no table here; forget() closes the
  * descriptor. */
 static ff_node *node_make(int fd, mode_t type)
@@ -262,7 +261,8 @@ static int local_getattr(void *loc, const struct ff_cred *cred, ff_node *node, v
 }
 
 /* Times in setattr: the NOW bits win; an unset time is left alone. */
-static struct timespec set_time(int to_set, int bit, int now_bit, struct timespec value)
+static struct timespec set_time(unsigned int to_set, unsigned int bit, unsigned int now_bit,
+				struct timespec value)
 {
 	if (to_set & now_bit)
 		return (struct timespec){ .tv_nsec = UTIME_NOW };
@@ -272,7 +272,7 @@ static struct timespec set_time(int to_set, int bit, int now_bit, struct timespe
 }
 
 static int local_setattr(void *loc, const struct ff_cred *cred, ff_node *node, void *fh,
-			 const struct stat *attr, int to_set, struct stat *st)
+			 const struct stat *attr, unsigned int to_set, struct stat *st)
 {
 	char proc[PROC_FD_LEN];
 	int fd = fh ? fh_fd(fh) : -1;
@@ -283,7 +283,7 @@ static int local_setattr(void *loc, const struct ff_cred *cred, ff_node *node, v
 		return rc;
 
 	/* In the order chmod, chown, truncate, utimes: the last one sets what the others bump. */
-	if (to_set & FUSE_SET_ATTR_MODE) {
+	if (to_set & FF_SET_MODE) {
 		mode_t mode = attr->st_mode & 07777;
 
 		if (fd >= 0)
@@ -296,9 +296,9 @@ static int local_setattr(void *loc, const struct ff_cred *cred, ff_node *node, v
 			return -errno;
 	}
 
-	if (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
-		uid_t uid = (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
-		gid_t gid = (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
+	if (to_set & (FF_SET_UID | FF_SET_GID)) {
+		uid_t uid = (to_set & FF_SET_UID) ? attr->st_uid : (uid_t)-1;
+		gid_t gid = (to_set & FF_SET_GID) ? attr->st_gid : (gid_t)-1;
 
 		if (fd >= 0)
 			rc = fchown(fd, uid, gid);
@@ -308,7 +308,7 @@ static int local_setattr(void *loc, const struct ff_cred *cred, ff_node *node, v
 			return -errno;
 	}
 
-	if (to_set & FUSE_SET_ATTR_SIZE) {
+	if (to_set & FF_SET_SIZE) {
 		if (fd >= 0)
 			rc = ftruncate(fd, attr->st_size);
 		else
@@ -317,12 +317,12 @@ static int local_setattr(void *loc, const struct ff_cred *cred, ff_node *node, v
 			return -errno;
 	}
 
-	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
-		      FUSE_SET_ATTR_MTIME_NOW)) {
+	if (to_set & (FF_SET_ATIME | FF_SET_MTIME | FF_SET_ATIME_NOW |
+		      FF_SET_MTIME_NOW)) {
 		struct timespec ts[2] = {
-			set_time(to_set, FUSE_SET_ATTR_ATIME, FUSE_SET_ATTR_ATIME_NOW,
+			set_time(to_set, FF_SET_ATIME, FF_SET_ATIME_NOW,
 				 attr->st_atim),
-			set_time(to_set, FUSE_SET_ATTR_MTIME, FUSE_SET_ATTR_MTIME_NOW,
+			set_time(to_set, FF_SET_MTIME, FF_SET_MTIME_NOW,
 				 attr->st_mtim),
 		};
 
@@ -339,7 +339,7 @@ static int local_setattr(void *loc, const struct ff_cred *cred, ff_node *node, v
 			return -errno;
 	}
 
-	/* FUSE_SET_ATTR_CTIME: the kernel sets ctime itself with each change above. */
+	/* FF_SET_CTIME: the kernel sets ctime itself with each change above. */
 
 	return local_getattr(loc, cred, node, fh, st);
 }
@@ -767,11 +767,11 @@ static int local_readdir(void *loc, const struct ff_cred *cred, ff_node *node, v
 		 * core has the file already): a file goes by name first, with a node only when
 		 * the core asks for one. Its descriptor keeps an object the core holds from
 		 * giving its (st_dev, st_ino) to another. */
-		rc = 2;
+		rc = FF_FILL_WANT_NODE;
 		if (plus && de->d_type == DT_REG &&
 		    fstatat(d->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-			rc = fill(buf, de->d_name, &st, de->d_off, FF_NODE_BY_NAME);
-		if (rc == 2) {
+			rc = fill(buf, de->d_name, &st, de->d_off, NULL, true);
+		if (rc == FF_FILL_WANT_NODE) {
 			if (plus && node_at(d->fd, de->d_name, &child, &st) == -ENOENT)
 				goto next; /* removed since it was listed */
 			if (!child) {
@@ -782,9 +782,9 @@ static int local_readdir(void *loc, const struct ff_cred *cred, ff_node *node, v
 				st.st_ino = de->d_ino;
 				st.st_mode = DTTOIF(de->d_type); /* 0 for DT_UNKNOWN */
 			}
-			rc = fill(buf, de->d_name, &st, de->d_off, child); /* takes child */
+			rc = fill(buf, de->d_name, &st, de->d_off, child, false); /* takes child */
 		}
-		if (rc == 1) {
+		if (rc == FF_FILL_FULL) {
 			rc = 0; /* full: the entry stays pending, at d->pos */
 			break;
 		}

@@ -96,7 +96,7 @@ void local_cred_init(void)
 			daemon_ident.have_caps = true;
 		} else {
 			/* Then users keep e.g. CAP_SYS_ADMIN: say so. */
-			g_warning("local: capget: %s; capabilities not dropped", g_strerror(errno));
+			g_warning("capget: %s; capabilities not dropped", g_strerror(errno));
 		}
 	}
 	g_once_init_leave(&done, 1);
@@ -229,7 +229,7 @@ static bool thread_umask(mode_t mask)
 			err = errno;
 			private_umask = -1;
 			if (g_atomic_int_compare_and_exchange(&warned, 0, 1))
-				g_warning("local: unshare(CLONE_FS): %s; default ACLs do not override "
+				g_warning("unshare(CLONE_FS): %s; default ACLs do not override "
 					  "the umask",
 					  g_strerror(err));
 		}

@@ -238,7 +238,7 @@ static gpointer watch_thread(gpointer data)
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
-			g_warning("local: reading change events: %s; changes are no longer watched",
+			g_warning("reading change events: %s; changes are no longer watched",
 				  g_strerror(errno));
 			break;
 		}
@@ -248,7 +248,7 @@ static gpointer watch_thread(gpointer data)
 			    meta.event_len < sizeof(meta) || off + meta.event_len > (size_t)n)
 				break;
 			if ((meta.mask & FAN_Q_OVERFLOW) && !overflow_told) {
-				g_warning("local: change events were lost (queue overflow)");
+				g_warning("change events were lost (queue overflow)");
 				overflow_told = true;
 			}
 			handle_event(w, &meta, buf + off);
@@ -370,7 +370,7 @@ void local_watch_stop(struct local_watch *w)
 	if (!w)
 		return;
 	if (write(w->stop_fd, &one, sizeof(one)) != sizeof(one))
-		g_warning("local: cannot stop the change watcher: %s", g_strerror(errno));
+		g_warning("cannot stop the change watcher: %s", g_strerror(errno));
 	g_thread_join(w->thread);
 	close(w->stop_fd);
 	close(w->fan_fd);

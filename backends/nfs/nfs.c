@@ -24,7 +24,6 @@
 #include <nfsc/libnfs.h>
 #include <nfsc/libnfs-raw.h>
 
-#include <fuse_lowlevel.h>
 
 #include "backends/nfs/nfs.h"
 
@@ -333,7 +332,7 @@ static int op_end(struct op *op, int rc)
 	return rc;
 }
 
-static int setattr_path(struct op *op, const char *path, const struct stat *attr, int to_set,
+static int setattr_path(struct op *op, const char *path, const struct stat *attr, unsigned int to_set,
 			struct stat *st);
 
 /* After opening `path` with O_TRUNC: libnfs 4.0 truncates only when opening for writing, Linux
@@ -344,7 +343,7 @@ static int open_truncate(struct op *op, const char *path, int flags)
 
 	if (!(flags & O_TRUNC) || (flags & O_ACCMODE) != O_RDONLY)
 		return 0;
-	return setattr_path(op, path, &attr, FUSE_SET_ATTR_SIZE, &st);
+	return setattr_path(op, path, &attr, FF_SET_SIZE, &st);
 }
 
 /* ---- mount ----------------------------------------------------------------------------------- */
@@ -717,9 +716,9 @@ static int nfs_create_file(void *l, const struct ff_cred *cred, ff_node *parent,
 		char *full = v4_path(loc, path);
 
 		rc = nfs4_setattr(loc, op.nfs, full, &attr,
-				  FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_ATIME |
-					  FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME |
-					  FUSE_SET_ATTR_MTIME_NOW,
+				  FF_SET_MODE | FF_SET_ATIME |
+					  FF_SET_ATIME_NOW | FF_SET_MTIME |
+					  FF_SET_MTIME_NOW,
 				  st);
 		g_free(full);
 	} else {
@@ -934,26 +933,26 @@ static int nfs_getattr(void *l, const struct ff_cred *cred, ff_node *node, void 
 	return rc;
 }
 
-static int setattr_v3(struct op *op, const char *path, const struct stat *attr, int to_set)
+static int setattr_v3(struct op *op, const char *path, const struct stat *attr, unsigned int to_set)
 {
 	struct nfs_context *nfs = op->nfs;
 	int rc = 0;
 
-	if (to_set & FUSE_SET_ATTR_MODE)
+	if (to_set & FF_SET_MODE)
 		rc = nfs_lchmod(nfs, path, (int)(attr->st_mode & 07777));
-	if (rc == 0 && (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)))
-		rc = nfs_lchown(nfs, path, (to_set & FUSE_SET_ATTR_UID) ? (int)attr->st_uid : -1,
-				(to_set & FUSE_SET_ATTR_GID) ? (int)attr->st_gid : -1);
-	if (rc == 0 && (to_set & FUSE_SET_ATTR_SIZE))
+	if (rc == 0 && (to_set & (FF_SET_UID | FF_SET_GID)))
+		rc = nfs_lchown(nfs, path, (to_set & FF_SET_UID) ? (int)attr->st_uid : -1,
+				(to_set & FF_SET_GID) ? (int)attr->st_gid : -1);
+	if (rc == 0 && (to_set & FF_SET_SIZE))
 		rc = nfs_truncate(nfs, path, (uint64_t)attr->st_size);
-	if (rc == 0 && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
-				  FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW))) {
-		bool a = to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW),
-		     m = to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW);
+	if (rc == 0 && (to_set & (FF_SET_ATIME | FF_SET_MTIME |
+				  FF_SET_ATIME_NOW | FF_SET_MTIME_NOW))) {
+		bool a = to_set & (FF_SET_ATIME | FF_SET_ATIME_NOW),
+		     m = to_set & (FF_SET_MTIME | FF_SET_MTIME_NOW);
 		struct timeval tv[2];
 		struct stat cur;
 
-		if ((to_set & FUSE_SET_ATTR_ATIME_NOW) && (to_set & FUSE_SET_ATTR_MTIME_NOW)) {
+		if ((to_set & FF_SET_ATIME_NOW) && (to_set & FF_SET_MTIME_NOW)) {
 			rc = nfs_lutimes(nfs, path, NULL); /* the server's clock */
 		} else {
 			/* libnfs sets both times, in microseconds: keep the one not asked for. */
@@ -964,8 +963,8 @@ static int setattr_v3(struct op *op, const char *path, const struct stat *attr, 
 			}
 			for (int i = 0; i < 2; i++) {
 				bool want = i == 0 ? a : m;
-				bool now = to_set & (i == 0 ? FUSE_SET_ATTR_ATIME_NOW
-							    : FUSE_SET_ATTR_MTIME_NOW);
+				bool now = to_set & (i == 0 ? FF_SET_ATIME_NOW
+							    : FF_SET_MTIME_NOW);
 				const struct timespec *ts = i == 0 ? &attr->st_atim
 								   : &attr->st_mtim;
 
@@ -987,7 +986,7 @@ static int setattr_v3(struct op *op, const char *path, const struct stat *attr, 
 	return rc < 0 ? nfs_map_error(nfs, rc) : 0;
 }
 
-static int setattr_path(struct op *op, const char *path, const struct stat *attr, int to_set,
+static int setattr_path(struct op *op, const char *path, const struct stat *attr, unsigned int to_set,
 			struct stat *st)
 {
 	struct nfs_loc *loc = op->loc;
@@ -1010,7 +1009,7 @@ static int setattr_path(struct op *op, const char *path, const struct stat *attr
 }
 
 static int nfs_setattr(void *l, const struct ff_cred *cred, ff_node *node, void *fh,
-		       const struct stat *attr, int to_set, struct stat *st)
+		       const struct stat *attr, unsigned int to_set, struct stat *st)
 {
 	struct nfs_loc *loc = l;
 	char *path;
@@ -1111,8 +1110,8 @@ static int nfs_mknod_node(void *l, const struct ff_cred *cred, ff_node *parent, 
 
 			full = v4_path(loc, path);
 			rc = nfs4_setattr(loc, op.nfs, full, &attr,
-					  FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_ATIME_NOW |
-						  FUSE_SET_ATTR_MTIME_NOW,
+					  FF_SET_MODE | FF_SET_ATIME_NOW |
+						  FF_SET_MTIME_NOW,
 					  st);
 			g_free(full);
 			if (rc == 0)
@@ -1136,7 +1135,7 @@ static int nfs_mknod_node(void *l, const struct ff_cred *cred, ff_node *parent, 
 			struct stat attr = { .st_mode = mode & 07777 };
 			bool have_st;
 
-			rc = nfs3_setattr(op.nfs, path, &attr, FUSE_SET_ATTR_MODE, st, &have_st);
+			rc = nfs3_setattr(op.nfs, path, &attr, FF_SET_MODE, st, &have_st);
 			if (rc)
 				goto out_end;
 		}
@@ -1432,8 +1431,8 @@ static int nfs_readdir_node(void *l, const struct ff_cred *cred, ff_node *node, 
 			child = child_node(loc, node, e->name);
 			node_seen(loc, child, &e->st);
 		}
-		r = fill(buf, e->name, &e->st, (off_t)i + 1, child);
-		if (r == 1)
+		r = fill(buf, e->name, &e->st, (off_t)i + 1, child, false);
+		if (r == FF_FILL_FULL)
 			break;
 		if (r < 0) {
 			rc = r;

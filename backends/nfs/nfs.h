@@ -151,7 +151,7 @@ int nfs_event_loop(struct nfs_context *nfs, const int *done, gint64 deadline);
 
 /* SETATTR3 of `path` (below the mount, never following a symlink) with all of `to_set` at once
  * and times in nanoseconds. *have_st tells whether `st` got the attributes after. */
-int nfs3_setattr(struct nfs_context *nfs, const char *path, const struct stat *attr, int to_set,
+int nfs3_setattr(struct nfs_context *nfs, const char *path, const struct stat *attr, unsigned int to_set,
 		 struct stat *st, bool *have_st);
 /* LINK3 of the object at `path` itself (a symlink is not followed, unlike libnfs 4.0's
  * nfs_link()) as `newname` in directory `newdir`. */
@@ -167,7 +167,7 @@ int nfs4_getattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
 /* SETATTR through the anonymous stateid: works on directories and symlinks too, unlike libnfs
  * 4.0 which OPENs the object first; times with nanoseconds or the server's clock. */
 int nfs4_setattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
-		 const struct stat *attr, int to_set, struct stat *st);
+		 const struct stat *attr, unsigned int to_set, struct stat *st);
 /* CREATE of a fifo, socket or device node (libnfs 4.0 makes devices only); `st` gets the new
  * object's attributes. */
 int nfs4_mknod(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, mode_t mode,

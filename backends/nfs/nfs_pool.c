@@ -221,7 +221,7 @@ static void conn_free(struct nfs_conn *conn)
 		nfs_destroy_context(conn->nfs);
 		g_slist_free_full(conn->orphans, (GDestroyNotify)nfs_free_nfsfh);
 	} else {
-		g_warning("nfs: %s: leaking a context with %d RPCs pending", conn->loc->uri,
+		g_warning("%s: leaking a context with %d RPCs pending", conn->loc->uri,
 			  nfs_queue_length(conn->nfs));
 		g_slist_free(conn->orphans);
 	}

@@ -15,7 +15,6 @@
 #include <nfsc/libnfs-raw.h>
 #include <nfsc/libnfs-raw-nfs.h>
 
-#include <fuse_lowlevel.h>
 
 #include "backends/nfs/nfs.h"
 
@@ -276,7 +275,7 @@ static void set_time(time_how *how, nfstime3 *t, bool given, bool now, const str
 	}
 }
 
-int nfs3_setattr(struct nfs_context *nfs, const char *path, const struct stat *attr, int to_set,
+int nfs3_setattr(struct nfs_context *nfs, const char *path, const struct stat *attr, unsigned int to_set,
 		 struct stat *st, bool *have_st)
 {
 	struct v3_call *c;
@@ -291,28 +290,28 @@ int nfs3_setattr(struct nfs_context *nfs, const char *path, const struct stat *a
 	memset(&args, 0, sizeof(args));
 	args.object.data.data_len = fh->len;
 	args.object.data.data_val = (char *)fh->data;
-	if (to_set & FUSE_SET_ATTR_MODE) {
+	if (to_set & FF_SET_MODE) {
 		args.new_attributes.mode.set_it = 1;
 		args.new_attributes.mode.set_mode3_u.mode = attr->st_mode & 07777;
 	}
-	if (to_set & FUSE_SET_ATTR_UID) {
+	if (to_set & FF_SET_UID) {
 		args.new_attributes.uid.set_it = 1;
 		args.new_attributes.uid.set_uid3_u.uid = attr->st_uid;
 	}
-	if (to_set & FUSE_SET_ATTR_GID) {
+	if (to_set & FF_SET_GID) {
 		args.new_attributes.gid.set_it = 1;
 		args.new_attributes.gid.set_gid3_u.gid = attr->st_gid;
 	}
-	if (to_set & FUSE_SET_ATTR_SIZE) {
+	if (to_set & FF_SET_SIZE) {
 		args.new_attributes.size.set_it = 1;
 		args.new_attributes.size.set_size3_u.size = (uint64_t)attr->st_size;
 	}
 	set_time(&args.new_attributes.atime.set_it, &args.new_attributes.atime.set_atime_u.atime,
-		 to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW),
-		 to_set & FUSE_SET_ATTR_ATIME_NOW, &attr->st_atim);
+		 to_set & (FF_SET_ATIME | FF_SET_ATIME_NOW),
+		 to_set & FF_SET_ATIME_NOW, &attr->st_atim);
 	set_time(&args.new_attributes.mtime.set_it, &args.new_attributes.mtime.set_mtime_u.mtime,
-		 to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW),
-		 to_set & FUSE_SET_ATTR_MTIME_NOW, &attr->st_mtim);
+		 to_set & (FF_SET_MTIME | FF_SET_MTIME_NOW),
+		 to_set & FF_SET_MTIME_NOW, &attr->st_mtim);
 
 	c = g_new0(struct v3_call, 1);
 	c->st = st;

@@ -19,7 +19,6 @@
 #include <nfsc/libnfs-raw.h>
 #include <nfsc/libnfs-raw-nfs4.h>
 
-#include <fuse_lowlevel.h>
 
 #include "backends/nfs/nfs.h"
 
@@ -437,7 +436,7 @@ static void put_settime(GByteArray *b, bool now, const struct timespec *ts)
 }
 
 int nfs4_setattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
-		 const struct stat *attr, int to_set, struct stat *st)
+		 const struct stat *attr, unsigned int to_set, struct stat *st)
 {
 	GByteArray *vals = g_byte_array_new();
 	uint32_t mask[2] = { 0, 0 };
@@ -447,31 +446,31 @@ int nfs4_setattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
 	int rc;
 
 	/* values in the order of their attribute numbers */
-	if (to_set & FUSE_SET_ATTR_SIZE) {
+	if (to_set & FF_SET_SIZE) {
 		mask[0] |= 1u << FATTR4_SIZE;
 		put_u64(vals, (uint64_t)attr->st_size);
 	}
-	if (to_set & FUSE_SET_ATTR_MODE) {
+	if (to_set & FF_SET_MODE) {
 		mask[1] |= 1u << (FATTR4_MODE - 32);
 		put_u32(vals, attr->st_mode & 07777);
 	}
-	if (to_set & FUSE_SET_ATTR_UID) {
+	if (to_set & FF_SET_UID) {
 		mask[1] |= 1u << (FATTR4_OWNER - 32);
 		g_snprintf(num, sizeof(num), "%u", (unsigned int)attr->st_uid);
 		put_string(vals, num);
 	}
-	if (to_set & FUSE_SET_ATTR_GID) {
+	if (to_set & FF_SET_GID) {
 		mask[1] |= 1u << (FATTR4_OWNER_GROUP - 32);
 		g_snprintf(num, sizeof(num), "%u", (unsigned int)attr->st_gid);
 		put_string(vals, num);
 	}
-	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW)) {
+	if (to_set & (FF_SET_ATIME | FF_SET_ATIME_NOW)) {
 		mask[1] |= 1u << (FATTR4_TIME_ACCESS_SET - 32);
-		put_settime(vals, to_set & FUSE_SET_ATTR_ATIME_NOW, &attr->st_atim);
+		put_settime(vals, to_set & FF_SET_ATIME_NOW, &attr->st_atim);
 	}
-	if (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)) {
+	if (to_set & (FF_SET_MTIME | FF_SET_MTIME_NOW)) {
 		mask[1] |= 1u << (FATTR4_TIME_MODIFY_SET - 32);
-		put_settime(vals, to_set & FUSE_SET_ATTR_MTIME_NOW, &attr->st_mtim);
+		put_settime(vals, to_set & FF_SET_MTIME_NOW, &attr->st_mtim);
 	}
 
 	v4_ops_init(&o, path, 2);

@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <fuse_lowlevel.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1065,7 +1064,8 @@ static GPtrArray *smb_open_below(struct smb_loc *loc, const char *path)
 	return out;
 }
 
-static void smb_pick_time(struct timeval *tv, int to_set, int bit, int now_bit,
+static void smb_pick_time(struct timeval *tv, unsigned int to_set, unsigned int bit,
+			  unsigned int now_bit,
 			  const struct timespec *given, const struct timespec *cur)
 {
 	const struct timespec *ts = (to_set & bit) ? given : cur;
@@ -1089,10 +1089,10 @@ static void smb_pick_time(struct timeval *tv, int to_set, int bit, int now_bit,
  * chown is accepted and ignored, as cifs does.
  */
 static int smb_setattr(void *loc_, const struct ff_cred *cred, ff_node *node, void *fh_,
-		       const struct stat *attr, int to_set, struct stat *st)
+		       const struct stat *attr, unsigned int to_set, struct stat *st)
 {
-	const int times = FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
-			  FUSE_SET_ATTR_MTIME_NOW;
+	const int times = FF_SET_ATIME | FF_SET_MTIME | FF_SET_ATIME_NOW |
+			  FF_SET_MTIME_NOW;
 	struct smb_loc *loc = loc_;
 	struct smb_file *fh = fh_;
 	struct smb_path_arg a = { 0 };
@@ -1104,7 +1104,7 @@ static int smb_setattr(void *loc_, const struct ff_cred *cred, ff_node *node, vo
 	if (!url)
 		return -ESTALE;
 	a.url = url;
-	if (to_set & FUSE_SET_ATTR_SIZE) {
+	if (to_set & FF_SET_SIZE) {
 		if (attr->st_size < 0) {
 			rc = -EINVAL;
 			goto out;
@@ -1121,12 +1121,12 @@ static int smb_setattr(void *loc_, const struct ff_cred *cred, ff_node *node, vo
 			goto out;
 		smb_times_written(loc, pn(node)); /* it moved mtime, as a write does */
 	}
-	if (to_set & (FUSE_SET_ATTR_MODE | times)) {
+	if (to_set & (FF_SET_MODE | times)) {
 		rc = smb_getattr(loc, cred, node, fh, &cur);
 		if (rc)
 			goto out;
 	}
-	if ((to_set & FUSE_SET_ATTR_MODE) && S_ISREG(cur.st_mode)) {
+	if ((to_set & FF_SET_MODE) && S_ISREG(cur.st_mode)) {
 		bool want_ro = !(attr->st_mode & 0222);
 		/* Unknown when file_mode has no write bit itself: then always tell the server. */
 		bool is_ro = (loc->file_mode & 0222) ? !(cur.st_mode & 0222) : !want_ro;
@@ -1141,9 +1141,9 @@ static int smb_setattr(void *loc_, const struct ff_cred *cred, ff_node *node, vo
 		}
 	}
 	if (to_set & times) {
-		smb_pick_time(&a.tv[0], to_set, FUSE_SET_ATTR_ATIME, FUSE_SET_ATTR_ATIME_NOW,
+		smb_pick_time(&a.tv[0], to_set, FF_SET_ATIME, FF_SET_ATIME_NOW,
 			      &attr->st_atim, &cur.st_atim);
-		smb_pick_time(&a.tv[1], to_set, FUSE_SET_ATTR_MTIME, FUSE_SET_ATTR_MTIME_NOW,
+		smb_pick_time(&a.tv[1], to_set, FF_SET_MTIME, FF_SET_MTIME_NOW,
 			      &attr->st_mtim, &cur.st_mtim);
 		rc = smb_run(loc, false, smb_utimes_fn, &a);
 		if (rc)
@@ -1706,7 +1706,7 @@ static int smb_rename_open(struct smb_loc *loc, struct smb_path_arg *a, int rc,
 		o.url = smb_url(loc, fh->node, NULL);
 		o.flags = smb_reopen_flags(fh->flags);
 		if (o.url && smb_run(loc, true, smb_open_fn, &o) != 0)
-			smb_log("%s: a file open across a rename could not be opened again",
+			g_warning("%s: a file open across a rename could not be opened again",
 				loc->display);
 		g_free((char *)o.url);
 	}
@@ -1857,8 +1857,8 @@ static int smb_readdir(void *loc_, const struct ff_cred *cred, ff_node *node, vo
 		if (plus)
 			child = (ff_node *)ff_pathtree_child(loc->tree, pn(node), e->name);
 		dh->served = true;
-		r = fill(buf, e->name, &e->st, (off_t)i + 1, child);
-		if (r == 1)
+		r = fill(buf, e->name, &e->st, (off_t)i + 1, child, false);
+		if (r == FF_FILL_FULL)
 			break;
 		if (r < 0) {
 			rc = r;

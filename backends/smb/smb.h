@@ -110,9 +110,6 @@ void smb_pool_file_closed(struct smb_pool *pool, struct smb_conn *conn);
 void smb_lib_lock(void);
 void smb_lib_unlock(void);
 
-/* Log one line (TODO: fedfuse/log.h once the core has it; stderr for now). */
-void smb_log(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
-
 /* ---- smb_errno.c ----------------------------------------------------------------------------- */
 
 /* The errno of a failed libsmbclient call, as -errno, normalised (see smb_errno.c). */

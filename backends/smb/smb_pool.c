@@ -166,18 +166,6 @@ void smb_lib_unlock(void)
 		g_mutex_unlock(&smb_serial_lock);
 }
 
-void smb_log(const char *fmt, ...)
-{
-	char line[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	/* TODO: fedfuse/log.h (rate limiting, syslog) once the core has it. */
-	fprintf(stderr, "fedfuse: smb: %s\n", line);
-}
-
 /* libsmbclient's debug level: 0 (errors only) unless FEDFUSE_SMB_DEBUG=N asks for more. */
 static int smb_debug_level;
 
@@ -191,7 +179,7 @@ static void smb_debug_cb(void *priv, int level, const char *msg)
 	while (len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
 		len--;
 	if (len > 0)
-		smb_log("libsmbclient: %.*s", (int)len, msg);
+		g_message("libsmbclient: %.*s", (int)len, msg);
 }
 
 /* The credentials of a location, for every connection its contexts make (DFS ones too). */
@@ -246,7 +234,7 @@ static gpointer smb_global_init(gpointer unused)
 	/* Thread-local talloc stack frames and real mutexes inside libsmbclient. */
 	smb_threaded = smb_threads_install();
 	if (!smb_threaded)
-		smb_log("libsmbclient thread hooks not found (libsamba-util.so.0); SMB requests "
+		g_warning("libsmbclient thread hooks not found (libsamba-util.so.0); SMB requests "
 			"will run one at a time");
 
 	g_mutex_lock(&smb_global_lock);
@@ -502,10 +490,10 @@ static void smb_auth_failed(struct smb_pool *pool)
 	if (!log)
 		return;
 	if (loc->guest)
-		smb_log("%s: guest access refused by the server; no new attempt for %d s",
+		g_message("%s: guest access refused by the server; no new attempt for %d s",
 			loc->display, (int)(SMB_AUTH_HOLDOFF_US / G_USEC_PER_SEC));
 	else
-		smb_log("%s: access denied for user '%s%s%s' (wrong user name or password, or no "
+		g_message("%s: access denied for user '%s%s%s' (wrong user name or password, or no "
 			"access to the share); no new logon for %d s",
 			loc->display, loc->domain ? loc->domain : "", loc->domain ? "\\" : "",
 			loc->user, (int)(SMB_AUTH_HOLDOFF_US / G_USEC_PER_SEC));
