@@ -18,8 +18,10 @@
  *  - Names passed in are single components: never empty, never "." or "..", never containing
  *    '/'. The core guarantees this. A backend must still never follow a symlink while resolving
  *    a name, and nothing outside the location's root may be reachable.
- *  - A NULL operation means "not supported": the core answers -ENOSYS (or -ENOTSUP for xattr and
- *    lock operations) without calling the backend.
+ *  - A NULL operation means "not supported": the core answers with the errno that
+ *    fedfuse/gateway.h gives for it, without calling the backend. mount, unmount, root,
+ *    lookup, forget, getattr, open, read, release, opendir, readdir and releasedir are
+ *    required: a backend without one of them is refused at load.
  *  - Logging: through GLib's log functions (g_warning, g_message, g_info, g_debug), in the
  *    backend's own log domain (G_LOG_DOMAIN: local, nfs, smb); the core sends the lines where its own
  *    go (stderr in the foreground, syslog otherwise). Never a password.
@@ -77,12 +79,11 @@ struct ff_cred {
 	int ngroups;
 };
 
-/* Capability flags a backend declares. The core answers consistently for what is missing. */
+/* Properties of a backend that change how the core treats it. What a backend cannot do is said
+ * one way only: it leaves the operation out, and the core answers with the default written
+ * beside the operation in fedfuse/gateway.h (an operation it has may still refuse a case, as
+ * mknod() of a fifo where there are none: EPERM). */
 enum ff_caps {
-	FF_CAP_XATTR = 1u << 0,	     /* getxattr/setxattr/listxattr/removexattr work */
-	FF_CAP_HARDLINKS = 1u << 1,  /* link() works */
-	FF_CAP_SYMLINKS = 1u << 2,   /* symlink()/readlink() work */
-	FF_CAP_SPECIAL = 1u << 3,    /* mknod() of fifos and sockets works */
 	FF_CAP_LOCAL = 1u << 4,	     /* data is on this machine: long kernel cache timeouts are
 				      * safe together with change notification */
 	FF_CAP_PATH_NODES = 1u << 5, /* nodes name objects by path: the core provides relink(),
@@ -265,7 +266,7 @@ struct ff_backend_ops {
 
 	int (*statfs)(void *loc, const struct ff_cred *cred, ff_node *node, struct statvfs *st);
 
-	/* ---- extended attributes (FF_CAP_XATTR) ----------------------------------------------- */
+	/* ---- extended attributes -------------------------------------------------------------- */
 
 	int (*setxattr)(void *loc, const struct ff_cred *cred, ff_node *node, const char *name,
 			const void *value, size_t size, int flags);

@@ -7,6 +7,7 @@
 
 #include "fedfuse/control.h"
 #include "fedfuse/dir.h"
+#include "fedfuse/gateway.h"
 
 struct ff_dirent {
 	char *name;
@@ -34,7 +35,7 @@ struct ff_dir {
 static void entry_clear(struct ff_dir *dir, struct ff_dirent *d)
 {
 	if (d->node)
-		dir->t.mnt->be->ops->forget(dir->t.mnt->ctx, d->node);
+		ff_gw_forget(dir->t.mnt, d->node);
 	if (d->inode)
 		ff_itab_forget(dir->s->itab, d->inode->ino, 1);
 	g_free(d->name);
@@ -65,7 +66,7 @@ static int fill(void *buf, const char *name, const struct stat *st, off_t next, 
 
 	if (dir->hidden && g_hash_table_contains(dir->hidden, name)) {
 		if (node)
-			dir->t.mnt->be->ops->forget(dir->t.mnt->ctx, node);
+			ff_gw_forget(dir->t.mnt, node);
 		return FF_FILL_TAKEN;
 	}
 	if (by_name) {
@@ -122,13 +123,8 @@ static int load(struct ff_state *s, const struct ff_cred *cred, struct ff_dir *d
 	g_mutex_lock(&dir->inode->lock);
 	removed = dir->inode->gone && dir->inode->gone->removed;
 	g_mutex_unlock(&dir->inode->lock);
-	if (dir->t.mnt && !removed) {
-		gint64 start = g_get_monotonic_time();
-
-		rc = dir->t.mnt->be->ops->readdir(dir->t.mnt->ctx, cred, dir->t.bnode, dir->dh, 0,
-						  plus, fill, dir);
-		rc = ff_mount_account(dir->t.mnt, FF_OP_READDIR, rc, start);
-	}
+	if (dir->t.mnt && !removed)
+		rc = ff_gw_readdir(dir->t.mnt, cred, dir->t.bnode, dir->dh, 0, plus, fill, dir);
 	if (dir->hidden)
 		g_hash_table_remove_all(dir->hidden); /* its keys belong to the namespace */
 	for (guint i = 0; node && i < node->child_list->len; i++) {
@@ -162,11 +158,8 @@ int ff_dir_open(struct ff_state *s, const struct ff_cred *cred, struct ff_inode 
 		if (rc < 0)
 			goto out_free;
 	}
-	if (dir->t.mnt && dir->t.mnt->be->ops->opendir) {
-		gint64 start = g_get_monotonic_time();
-
-		rc = dir->t.mnt->be->ops->opendir(dir->t.mnt->ctx, cred, dir->t.bnode, &dir->dh);
-		rc = ff_mount_account(dir->t.mnt, FF_OP_READDIR, rc, start);
+	if (dir->t.mnt) {
+		rc = ff_gw_opendir(dir->t.mnt, cred, dir->t.bnode, &dir->dh);
 		if (rc < 0)
 			goto out_put;
 	}
@@ -258,16 +251,14 @@ void ff_dir_read(struct ff_state *s, fuse_req_t req, const struct ff_cred *cred,
 
 int ff_dir_fsync(struct ff_state *s, struct ff_dir *dir, int datasync)
 {
-	if (!dir->t.mnt || !dir->t.mnt->be->ops->fsyncdir)
-		return 0;
-	return dir->t.mnt->be->ops->fsyncdir(dir->t.mnt->ctx, dir->dh, datasync);
+	return dir->t.mnt ? ff_gw_fsyncdir(dir->t.mnt, dir->dh, datasync) : 0;
 }
 
 void ff_dir_release(struct ff_state *s, struct ff_dir *dir)
 {
 	entries_clear(dir);
-	if (dir->t.mnt && dir->t.mnt->be->ops->releasedir)
-		dir->t.mnt->be->ops->releasedir(dir->t.mnt->ctx, dir->dh);
+	if (dir->t.mnt)
+		ff_gw_releasedir(dir->t.mnt, dir->dh);
 	ff_target_put(s, &dir->t);
 	if (dir->hidden)
 		g_hash_table_destroy(dir->hidden);

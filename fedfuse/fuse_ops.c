@@ -16,6 +16,7 @@
 #include "fedfuse/cred.h"
 #include "fedfuse/dir.h"
 #include "fedfuse/fedfuse.h"
+#include "fedfuse/gateway.h"
 #include "fedfuse/log.h"
 #include "fedfuse/notify.h"
 #include "fedfuse/resolve.h"
@@ -41,7 +42,6 @@ struct op {
 	struct ff_inode *inode;
 	struct ff_target t;
 	struct ff_cred_hold h;
-	gint64 start;
 };
 
 static struct ff_state *state(fuse_req_t req)
@@ -52,11 +52,6 @@ static struct ff_state *state(fuse_req_t req)
 static struct ff_file *file_of(struct fuse_file_info *fi)
 {
 	return (struct ff_file *)(uintptr_t)fi->fh;
-}
-
-static const struct ff_backend_ops *ops_of(struct ff_mount *m)
-{
-	return m->be->ops;
 }
 
 /* Open files stay on their location; while it is down they fail with EIO. */
@@ -73,7 +68,6 @@ static int op_begin(fuse_req_t req, fuse_ino_t ino, bool write, struct op *op)
 
 	op->s = state(req);
 	op->t = (struct ff_target){ 0 };
-	op->start = g_get_monotonic_time();
 	ff_cred_get(req, &op->h);
 	op->inode = ff_itab_get(op->s->itab, ino);
 	if (!op->inode)
@@ -94,10 +88,7 @@ static void op_end(struct op *op)
 	ff_cred_put(&op->h);
 }
 
-static int op_account(struct op *op, enum ff_op kind, int rc)
-{
-	return op->t.mnt ? ff_mount_account(op->t.mnt, kind, rc, op->start) : rc;
-}
+
 
 static void handle_track(struct ff_state *s, void *handle, bool is_dir)
 {
@@ -280,10 +271,9 @@ static int drop_setid(struct op *op, void *fh, struct stat *st)
 		return 0;
 	attr.st_mode &= ~drop;
 	ff_cred_self(&self);
-	rc = ops_of(op->t.mnt)->setattr(op->t.mnt->ctx, &self.cred, op->t.bnode, fh, &attr,
-					FF_SET_MODE, st);
+	rc = ff_gw_setattr(op->t.mnt, &self.cred, op->t.bnode, fh, &attr, FF_SET_MODE, st);
 	ff_cred_put(&self);
-	return op_account(op, FF_OP_SETATTR, rc);
+	return rc;
 }
 
 /* FUSE's setattr bits in the contract's terms (backend.h). */
@@ -319,27 +309,21 @@ static void ff_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int fu
 	int rc;
 
 	rc = op_begin(req, ino, true, &op);
-	if (rc == 0 && !ops_of(op.t.mnt)->setattr)
-		rc = -ENOSYS;
 	fh = f && f->mnt ? f->fh : NULL;
 	if (rc == 0 && (to_set & FF_SET_MODE) && op.h.cred.uid != 0 &&
 	    op.s->default_permissions &&
-	    ops_of(op.t.mnt)->getattr(op.t.mnt->ctx, &op.h.cred, op.t.bnode, fh, &cur) == 0 &&
+	    ff_gw_getattr(op.t.mnt, &op.h.cred, op.t.bnode, fh, &cur) == 0 &&
 	    is_kill_setid(&op.h.cred, &cur, attr)) {
 		struct ff_cred_hold self;
 
 		ff_cred_self(&self);
-		rc = ops_of(op.t.mnt)->setattr(op.t.mnt->ctx, &self.cred, op.t.bnode, fh, attr,
-					       FF_SET_MODE, &st);
+		rc = ff_gw_setattr(op.t.mnt, &self.cred, op.t.bnode, fh, attr, FF_SET_MODE, &st);
 		ff_cred_put(&self);
-		rc = op_account(&op, FF_OP_SETATTR, rc);
 		to_set &= ~FF_SET_MODE;
 		done = !(to_set & ~FF_SET_CTIME); /* nothing left: `st` is the answer */
 	}
 	if (rc == 0 && !done) { /* all of it, or what is left after the kill above */
-		rc = ops_of(op.t.mnt)->setattr(op.t.mnt->ctx, &op.h.cred, op.t.bnode, fh, attr,
-					       to_set, &st);
-		rc = op_account(&op, FF_OP_SETATTR, rc);
+		rc = ff_gw_setattr(op.t.mnt, &op.h.cred, op.t.bnode, fh, attr, to_set, &st);
 		if (rc == 0 && (to_set & FF_SET_SIZE))
 			rc = drop_setid(&op, fh, &st);
 	}
@@ -361,12 +345,11 @@ static void ff_readlink(fuse_req_t req, fuse_ino_t ino)
 	int rc;
 
 	rc = op_begin(req, ino, false, &op);
-	if (rc == 0 && (!op.t.mnt || !ops_of(op.t.mnt)->readlink))
+	if (rc == 0 && !op.t.mnt)
 		rc = -EINVAL;
 	if (rc == 0) {
-		n = ops_of(op.t.mnt)->readlink(op.t.mnt->ctx, &op.h.cred, op.t.bnode, buf,
-					       sizeof(buf) - 1);
-		rc = op_account(&op, FF_OP_READLINK, n < 0 ? (int)n : 0);
+		n = ff_gw_readlink(op.t.mnt, &op.h.cred, op.t.bnode, buf, sizeof(buf) - 1);
+		rc = n < 0 ? (int)n : 0;
 	}
 	if (rc < 0) {
 		reply_err(req, rc);
@@ -407,15 +390,9 @@ static void ff_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	int rc;
 
 	rc = op_begin(req, parent, true, &op);
-	if (rc == 0 && !S_ISREG(mode) && !(op.t.mnt->be->caps & FF_CAP_SPECIAL))
-		rc = -EPERM;
-	if (rc == 0 && !ops_of(op.t.mnt)->mknod)
-		rc = -EPERM;
-	if (rc == 0) {
-		rc = ops_of(op.t.mnt)->mknod(op.t.mnt->ctx, &op.h.cred, op.t.bnode, name,
-					     create_mode(&op, mode), rdev, &node, &st);
-		rc = op_account(&op, FF_OP_CREATE, rc);
-	}
+	if (rc == 0)
+		rc = ff_gw_mknod(op.t.mnt, &op.h.cred, op.t.bnode, name, create_mode(&op, mode),
+				 rdev, &node, &st);
 	reply_new_entry(req, &op, rc, node, &st);
 	op_end(&op);
 }
@@ -428,13 +405,9 @@ static void ff_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	int rc;
 
 	rc = op_begin(req, parent, true, &op);
-	if (rc == 0 && !ops_of(op.t.mnt)->mkdir)
-		rc = -EPERM;
-	if (rc == 0) {
-		rc = ops_of(op.t.mnt)->mkdir(op.t.mnt->ctx, &op.h.cred, op.t.bnode, name,
-					     create_mode(&op, mode), &node, &st);
-		rc = op_account(&op, FF_OP_CREATE, rc);
-	}
+	if (rc == 0)
+		rc = ff_gw_mkdir(op.t.mnt, &op.h.cred, op.t.bnode, name, create_mode(&op, mode),
+				 &node, &st);
 	reply_new_entry(req, &op, rc, node, &st);
 	op_end(&op);
 }
@@ -447,13 +420,8 @@ static void ff_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, co
 	int rc;
 
 	rc = op_begin(req, parent, true, &op);
-	if (rc == 0 && (!(op.t.mnt->be->caps & FF_CAP_SYMLINKS) || !ops_of(op.t.mnt)->symlink))
-		rc = -EPERM;
-	if (rc == 0) {
-		rc = ops_of(op.t.mnt)->symlink(op.t.mnt->ctx, &op.h.cred, target, op.t.bnode,
-					       name, &node, &st);
-		rc = op_account(&op, FF_OP_CREATE, rc);
-	}
+	if (rc == 0)
+		rc = ff_gw_symlink(op.t.mnt, &op.h.cred, target, op.t.bnode, name, &node, &st);
 	reply_new_entry(req, &op, rc, node, &st);
 	op_end(&op);
 }
@@ -471,13 +439,8 @@ static void ff_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 		rc = inode ? -EPERM : -ESTALE;
 	if (rc == 0 && inode->mnt != op.t.mnt)
 		rc = -EXDEV;
-	if (rc == 0 && (!(op.t.mnt->be->caps & FF_CAP_HARDLINKS) || !ops_of(op.t.mnt)->link))
-		rc = -EPERM;
-	if (rc == 0) {
-		rc = ops_of(op.t.mnt)->link(op.t.mnt->ctx, &op.h.cred, inode->bnode, op.t.bnode,
-					    newname, &st);
-		rc = op_account(&op, FF_OP_CREATE, rc);
-	}
+	if (rc == 0)
+		rc = ff_gw_link(op.t.mnt, &op.h.cred, inode->bnode, op.t.bnode, newname, &st);
 	if (rc < 0) {
 		reply_err(req, rc);
 	} else {
@@ -510,7 +473,7 @@ static int hide_if_open(struct op *op, struct ff_inode *dir, struct ff_target *d
 
 	if (!(m->be->caps & FF_CAP_PATH_NODES) || g_atomic_int_get(&m->open_files) == 0)
 		return 0;
-	if (ops_of(m)->lookup(m->ctx, &op->h.cred, dt->bnode, name, &node, &st) < 0)
+	if (ff_gw_lookup(m, &op->h.cred, dt->bnode, name, &node, &st) < 0)
 		return 0; /* the operation itself will say what is wrong */
 	victim = ff_itab_find(op->s->itab, m->index, st.st_dev, st.st_ino);
 	open = false;
@@ -521,14 +484,14 @@ static int hide_if_open(struct op *op, struct ff_inode *dir, struct ff_target *d
 	}
 	/* The open inode may know the object by another, removed, name: make it follow this
 	 * one, which the rename below moves to the hidden name. */
-	if (open && victim->bnode != node && ops_of(m)->relink)
-		ops_of(m)->relink(m->ctx, victim->bnode, node);
-	ops_of(m)->forget(m->ctx, node);
+	if (open && victim->bnode != node)
+		ff_gw_relink(m, victim->bnode, node);
+	ff_gw_forget(m, node);
 	if (!open)
 		return 0;
 	hidden = g_strdup_printf(".fedfuse_hidden%016" PRIx64 "%08x", victim->ino,
 				 (unsigned)g_atomic_int_add(&counter, 1));
-	rc = ops_of(m)->rename(m->ctx, &op->h.cred, dt->bnode, name, dt->bnode, hidden, 0);
+	rc = ff_gw_rename(m, &op->h.cred, dt->bnode, name, dt->bnode, hidden, 0);
 	if (rc < 0)
 		return rc;
 	ff_itab_ref(op->s->itab, dir); /* keeps the directory until the hidden name is removed */
@@ -550,12 +513,8 @@ static void ff_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		rc = check_ns_name(&op, op.inode, name);
 	if (rc == 0)
 		rc = hide_if_open(&op, op.inode, &op.t, name);
-	if (rc == 0) {
-		rc = ops_of(op.t.mnt)->unlink ? ops_of(op.t.mnt)->unlink(op.t.mnt->ctx, &op.h.cred,
-									   op.t.bnode, name)
-					      : -EPERM;
-		rc = op_account(&op, FF_OP_REMOVE, rc);
-	}
+	if (rc == 0)
+		rc = ff_gw_unlink(op.t.mnt, &op.h.cred, op.t.bnode, name);
 	reply_err(req, rc < 0 ? rc : 0);
 	op_end(&op);
 }
@@ -569,9 +528,9 @@ static struct ff_inode *dir_to_remove(struct op *op, const char *name, struct st
 	ff_node *node;
 
 	if (!(m->be->caps & FF_CAP_PATH_NODES) ||
-	    ops_of(m)->lookup(m->ctx, &op->h.cred, op->t.bnode, name, &node, st) < 0)
+	    ff_gw_lookup(m, &op->h.cred, op->t.bnode, name, &node, st) < 0)
 		return NULL;
-	ops_of(m)->forget(m->ctx, node);
+	ff_gw_forget(m, node);
 	inode = ff_itab_find(op->s->itab, m->index, st->st_dev, st->st_ino);
 	return inode && S_ISDIR(st->st_mode) ? inode : NULL;
 }
@@ -588,12 +547,8 @@ static void ff_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		rc = check_ns_name(&op, op.inode, name);
 	if (rc == 0)
 		victim = dir_to_remove(&op, name, &vst);
-	if (rc == 0) {
-		rc = ops_of(op.t.mnt)->rmdir ? ops_of(op.t.mnt)->rmdir(op.t.mnt->ctx, &op.h.cred,
-									 op.t.bnode, name)
-					     : -EPERM;
-		rc = op_account(&op, FF_OP_REMOVE, rc);
-	}
+	if (rc == 0)
+		rc = ff_gw_rmdir(op.t.mnt, &op.h.cred, op.t.bnode, name);
 	if (rc == 0 && victim) {
 		g_mutex_lock(&victim->lock);
 		struct ff_inode_gone *gone = ff_inode_gone(victim);
@@ -630,11 +585,9 @@ static void ff_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		rc = hide_if_open(&op, nop.inode, &nop.t, newname);
 		rc = rc > 0 ? 0 : rc;
 	}
-	if (rc == 0) {
-		rc = ops_of(op.t.mnt)->rename(op.t.mnt->ctx, &op.h.cred, op.t.bnode, name,
-					      nop.t.bnode, newname, flags);
-		rc = op_account(&op, FF_OP_RENAME, rc);
-	}
+	if (rc == 0)
+		rc = ff_gw_rename(op.t.mnt, &op.h.cred, op.t.bnode, name, nop.t.bnode, newname,
+				  flags);
 	reply_err(req, rc);
 	op_end(&nop);
 	op_end(&op);
@@ -668,7 +621,7 @@ static struct ff_file *file_new(struct op *op, void *fh)
 	f->mnt = op->t.mnt;
 	f->inode = op->inode;
 	f->fh = fh;
-	f->fd = ops_of(f->mnt)->handle_fd ? ops_of(f->mnt)->handle_fd(f->mnt->ctx, fh) : -1;
+	f->fd = ff_gw_handle_fd(f->mnt, fh);
 	f->flock_fd = -1;
 	g_atomic_int_inc(&f->mnt->open_files);
 	g_mutex_lock(&op->inode->lock);
@@ -710,10 +663,8 @@ static void ff_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if (rc == 0 && !op.t.mnt)
 		rc = -EISDIR;
-	if (rc == 0) {
-		rc = ops_of(op.t.mnt)->open(op.t.mnt->ctx, &op.h.cred, op.t.bnode, flags, &fh);
-		rc = op_account(&op, FF_OP_OPEN, rc);
-	}
+	if (rc == 0)
+		rc = ff_gw_open(op.t.mnt, &op.h.cred, op.t.bnode, flags, &fh);
 	if (rc < 0) {
 		reply_err(req, rc);
 		op_end(&op);
@@ -723,7 +674,7 @@ static void ff_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* Close-to-open consistency: keep the kernel's cached pages only if the file has not
 	 * changed since they were read. */
 	if (!(flags & O_TRUNC) &&
-	    ops_of(op.t.mnt)->getattr(op.t.mnt->ctx, &op.h.cred, op.t.bnode, fh, &st) == 0) {
+	    ff_gw_getattr(op.t.mnt, &op.h.cred, op.t.bnode, fh, &st) == 0) {
 		g_mutex_lock(&op.inode->lock);
 		fi->keep_cache = same_version(op.inode, &st);
 		g_mutex_unlock(&op.inode->lock);
@@ -733,7 +684,7 @@ static void ff_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * kernel may hold the old mode (ff_inode_note_mode). */
 	if ((flags & O_TRUNC) && op.h.cred.uid != 0 &&
 	    __atomic_load_n(&op.inode->setid, __ATOMIC_RELAXED)) {
-		if (ops_of(op.t.mnt)->getattr(op.t.mnt->ctx, &op.h.cred, op.t.bnode, fh, &st) == 0 &&
+		if (ff_gw_getattr(op.t.mnt, &op.h.cred, op.t.bnode, fh, &st) == 0 &&
 		    drop_setid(&op, fh, &st) < 0)
 			ff_log_once(LOG_WARNING, op.t.mnt->loc.spec.uri, 60,
 				    "cannot clear setid bits after a truncating open on %s",
@@ -760,14 +711,9 @@ static void ff_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	int rc;
 
 	rc = op_begin(req, parent, true, &op);
-	if (rc == 0 && !ops_of(op.t.mnt)->create)
-		rc = -ENOSYS;
-	if (rc == 0) {
-		rc = ops_of(op.t.mnt)->create(op.t.mnt->ctx, &op.h.cred, op.t.bnode, name,
-					      create_mode(&op, mode), fi->flags & ~O_NOCTTY, &node,
-					      &st, &fh);
-		rc = op_account(&op, FF_OP_CREATE, rc);
-	}
+	if (rc == 0)
+		rc = ff_gw_create(op.t.mnt, &op.h.cred, op.t.bnode, name, create_mode(&op, mode),
+				  fi->flags & ~O_NOCTTY, &node, &st, &fh);
 	if (rc < 0) {
 		reply_err(req, rc);
 		op_end(&op);
@@ -837,8 +783,7 @@ static void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
 		return;
 	}
-	n = ops_of(f->mnt)->read(f->mnt->ctx, f->fh, io_buffer(size), size, off);
-	ff_mount_account(f->mnt, FF_OP_READ, n < 0 ? (int)n : 0, start);
+	n = ff_gw_read(f->mnt, f->fh, io_buffer(size), size, off);
 	if (n < 0)
 		reply_err(req, (int)n);
 	else
@@ -850,17 +795,12 @@ static void ff_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 {
 	struct ff_file *f = file_of(fi);
 	size_t size = fuse_buf_size(in);
-	gint64 start = g_get_monotonic_time();
 	struct ff_cred_hold h;
 	const void *data;
 	ssize_t n;
 
 	if (!f->mnt) {
 		fuse_reply_err(req, EBADF);
-		return;
-	}
-	if (file_usable(f) < 0) {
-		fuse_reply_err(req, EIO);
 		return;
 	}
 	f->wrote = true;
@@ -880,8 +820,7 @@ static void ff_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 	}
 	/* As the writer: whether setid bits survive depends on who writes (backend.h). */
 	ff_cred_get(req, &h);
-	n = ops_of(f->mnt)->write(f->mnt->ctx, &h.cred, f->fh, data, size, off);
-	ff_mount_account(f->mnt, FF_OP_WRITE, n < 0 ? (int)n : 0, start);
+	n = ff_gw_write(f->mnt, &h.cred, f->fh, data, size, off);
 	if (n > 0 && h.cred.uid != 0)
 		ff_notify_after_write(f->inode);
 	ff_cred_put(&h);
@@ -894,26 +833,22 @@ static void ff_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 static void ff_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct ff_file *f = file_of(fi);
-	gint64 start = g_get_monotonic_time();
 	int rc = 0;
 	/* close(2): the closing process's record locks on the file are gone (POSIX) */
 	ff_locks_owner_closed(state(req)->locks, ino, fi->lock_owner);
 
-	if (f->mnt && (rc = file_usable(f)) == 0 && ops_of(f->mnt)->flush)
-		rc = ff_mount_account(f->mnt, FF_OP_SYNC, ops_of(f->mnt)->flush(f->mnt->ctx, f->fh),
-				      start);
+	if (f->mnt)
+		rc = ff_gw_flush(f->mnt, f->fh);
 	reply_err(req, rc);
 }
 
 static void ff_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	struct ff_file *f = file_of(fi);
-	gint64 start = g_get_monotonic_time();
 	int rc = 0;
 
-	if (f->mnt && (rc = file_usable(f)) == 0 && ops_of(f->mnt)->fsync)
-		rc = ff_mount_account(f->mnt, FF_OP_SYNC,
-				      ops_of(f->mnt)->fsync(f->mnt->ctx, f->fh, datasync), start);
+	if (f->mnt)
+		rc = ff_gw_fsync(f->mnt, f->fh, datasync);
 	reply_err(req, rc);
 }
 
@@ -937,7 +872,7 @@ static void remove_hidden(struct ff_state *s, struct ff_inode *inode)
 	ff_cred_self(&h);
 	rc = ff_target_get(s, &h.cred, dir, &t);
 	if (rc == 0) {
-		rc = ops_of(t.mnt)->unlink(t.mnt->ctx, &h.cred, t.bnode, name);
+		rc = ff_gw_unlink(t.mnt, &h.cred, t.bnode, name);
 		ff_target_put(s, &t);
 	}
 	if (rc < 0)
@@ -962,10 +897,10 @@ static void file_release(struct ff_state *s, struct ff_file *f)
 	/* Our own writes changed mtime: remember the new version, so the next open keeps the
 	 * pages this one wrote. */
 	if (f->wrote &&
-	    ops_of(f->mnt)->getattr(f->mnt->ctx, &h.cred, f->inode->bnode, f->fh, &st) == 0)
+	    ff_gw_getattr(f->mnt, &h.cred, f->inode->bnode, f->fh, &st) == 0)
 		remember_version(f->inode, &st);
 	ff_cred_put(&h);
-	rc = ops_of(f->mnt)->release(f->mnt->ctx, f->fh);
+	rc = ff_gw_release(f->mnt, f->fh);
 	if (rc < 0)
 		ff_log_once(LOG_WARNING, f->mnt->loc.spec.uri, 60, "close on %s failed: %s",
 			    f->mnt->loc.spec.uri, g_strerror(-rc));
@@ -1040,12 +975,9 @@ static void ff_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 
 	if (f->mnt && f->mnt->loc.spec.read_only) {
 		rc = -EROFS;
-	} else if (f->mnt && ops_of(f->mnt)->fallocate) {
+	} else if (f->mnt) {
 		ff_cred_get(req, &h);
-		rc = ff_mount_account(f->mnt, FF_OP_OTHER,
-				      ops_of(f->mnt)->fallocate(f->mnt->ctx, &h.cred, f->fh, mode,
-								off, len),
-				      g_get_monotonic_time());
+		rc = ff_gw_fallocate(f->mnt, &h.cred, f->fh, mode, off, len);
 		if (rc == 0 && h.cred.uid != 0)
 			ff_notify_after_write(f->inode);
 		ff_cred_put(&h);
@@ -1059,11 +991,11 @@ static void ff_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	struct ff_file *f = file_of(fi);
 	off_t res;
 
-	if (!f->mnt || !ops_of(f->mnt)->lseek) {
+	if (!f->mnt) {
 		fuse_reply_err(req, ENOSYS); /* the kernel then handles SEEK_DATA/HOLE itself */
 		return;
 	}
-	res = ops_of(f->mnt)->lseek(f->mnt->ctx, f->fh, off, whence);
+	res = ff_gw_lseek(f->mnt, f->fh, off, whence);
 	if (res < 0)
 		reply_err(req, (int)res);
 	else
@@ -1078,14 +1010,13 @@ static void ff_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	struct ff_cred_hold h;
 	ssize_t n;
 
-	if (!in->mnt || in->mnt != out->mnt || !ops_of(in->mnt)->copy_file_range) {
+	if (!in->mnt || in->mnt != out->mnt) {
 		fuse_reply_err(req, EXDEV); /* the kernel falls back to read and write */
 		return;
 	}
 	out->wrote = true;
 	ff_cred_get(req, &h);
-	n = ops_of(in->mnt)->copy_file_range(in->mnt->ctx, &h.cred, in->fh, off_in, out->fh,
-					     off_out, len, flags);
+	n = ff_gw_copy_file_range(in->mnt, &h.cred, in->fh, off_in, out->fh, off_out, len, flags);
 	if (n > 0 && h.cred.uid != 0)
 		ff_notify_after_write(out->inode);
 	ff_cred_put(&h);
@@ -1167,10 +1098,8 @@ static void ff_statfs(fuse_req_t req, fuse_ino_t ino)
 	int rc;
 
 	rc = op_begin(req, ino, false, &op);
-	if (rc == 0 && op.t.mnt && ops_of(op.t.mnt)->statfs) {
-		rc = ops_of(op.t.mnt)->statfs(op.t.mnt->ctx, &op.h.cred, op.t.bnode, &st);
-		rc = op_account(&op, FF_OP_STATFS, rc);
-	}
+	if (rc == 0 && op.t.mnt) /* else a virtual directory's: nothing to store */
+		rc = ff_gw_statfs(op.t.mnt, &op.h.cred, op.t.bnode, &st);
 	if (rc < 0)
 		reply_err(req, rc);
 	else
@@ -1198,8 +1127,8 @@ static int xattr_begin(fuse_req_t req, fuse_ino_t ino, bool write, struct op *op
 {
 	int rc = op_begin(req, ino, write, op);
 
-	if (rc == 0 && (!op->t.mnt || !(op->t.mnt->be->caps & FF_CAP_XATTR)))
-		rc = op->t.mnt ? -EOPNOTSUPP : (write ? -EROFS : -ENODATA);
+	if (rc == 0 && !op->t.mnt)
+		rc = write ? -EROFS : -ENODATA;
 	return rc;
 }
 
@@ -1212,11 +1141,8 @@ static void ff_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	rc = xattr_begin(req, ino, true, &op);
 	if (rc == 0 && xattr_hidden(name))
 		rc = -EPERM;
-	if (rc == 0) {
-		rc = ops_of(op.t.mnt)->setxattr(op.t.mnt->ctx, &op.h.cred, op.t.bnode, name, value,
-						size, flags);
-		rc = op_account(&op, FF_OP_XATTR, rc);
-	}
+	if (rc == 0)
+		rc = ff_gw_setxattr(op.t.mnt, &op.h.cred, op.t.bnode, name, value, size, flags);
 	reply_err(req, rc);
 	op_end(&op);
 }
@@ -1249,14 +1175,13 @@ static void ff_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		op_end(&op);
 		return;
 	}
-	if (rc == 0 && (!op.t.mnt || !(op.t.mnt->be->caps & FF_CAP_XATTR)))
-		rc = op.t.mnt ? -EOPNOTSUPP : -ENODATA;
+	if (rc == 0 && !op.t.mnt)
+		rc = -ENODATA;
 	if (rc == 0 && xattr_hidden(name))
 		rc = -ENODATA;
 	if (rc == 0) {
-		n = ops_of(op.t.mnt)->getxattr(op.t.mnt->ctx, &op.h.cred, op.t.bnode, name, buf,
-					       size);
-		rc = op_account(&op, FF_OP_XATTR, n < 0 ? (int)n : 0);
+		n = ff_gw_getxattr(op.t.mnt, &op.h.cred, op.t.bnode, name, buf, size);
+		rc = n < 0 ? (int)n : 0;
 	}
 	if (rc == -EOPNOTSUPP && xattr_is_acl(name))
 		rc = -ENODATA; /* a location without ACLs: none */
@@ -1276,12 +1201,11 @@ static ssize_t list_visible(struct op *op, char **out)
 	char *list = NULL;
 
 	for (int tries = 0; tries < 5; tries++) {
-		n = ops_of(op->t.mnt)->listxattr(op->t.mnt->ctx, &op->h.cred, op->t.bnode, NULL, 0);
+		n = ff_gw_listxattr(op->t.mnt, &op->h.cred, op->t.bnode, NULL, 0);
 		if (n <= 0)
 			break;
 		list = g_realloc(list, n);
-		n = ops_of(op->t.mnt)->listxattr(op->t.mnt->ctx, &op->h.cred, op->t.bnode, list,
-						 n);
+		n = ff_gw_listxattr(op->t.mnt, &op->h.cred, op->t.bnode, list, n);
 		if (n != -ERANGE)
 			break;
 	}
@@ -1309,13 +1233,14 @@ static void ff_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	int rc;
 
 	rc = xattr_begin(req, ino, false, &op);
-	if (rc == -ENODATA || rc == -EOPNOTSUPP)
+	if (rc == -ENODATA)
 		rc = 0; /* nothing to list */
 	else if (rc == 0)
 		n = list_visible(&op, &list);
+	if (rc == 0 && n == -EOPNOTSUPP) /* a location without xattrs */
+		n = 0;
 	if (rc == 0 && n < 0)
 		rc = (int)n;
-	rc = op_account(&op, FF_OP_XATTR, rc);
 	if (rc < 0)
 		reply_err(req, rc);
 	else
@@ -1331,10 +1256,8 @@ static void ff_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	rc = xattr_begin(req, ino, true, &op);
 	if (rc == 0 && xattr_hidden(name))
 		rc = -EPERM;
-	if (rc == 0) {
-		rc = ops_of(op.t.mnt)->removexattr(op.t.mnt->ctx, &op.h.cred, op.t.bnode, name);
-		rc = op_account(&op, FF_OP_XATTR, rc);
-	}
+	if (rc == 0)
+		rc = ff_gw_removexattr(op.t.mnt, &op.h.cred, op.t.bnode, name);
 	reply_err(req, rc);
 	op_end(&op);
 }

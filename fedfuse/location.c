@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fedfuse/gateway.h"
 #include "fedfuse/inode.h"
 #include "fedfuse/location.h"
 #include "fedfuse/log.h"
@@ -61,14 +62,14 @@ static gpointer connector(gpointer data)
 			ff_notify_init(&m->notify, m);
 			notify = &m->notify;
 		}
-		rc = be->ops->mount(&m->loc.spec, notify, &ctx, &msg);
+		rc = ff_gw_mount(m, notify, &ctx, &msg);
 
 		g_mutex_lock(&req->lock);
 		req->rc = rc;
 		req->msg = msg;
 		if (rc == 0) {
-			m->watched = notify && be->ops->watched && be->ops->watched(ctx);
 			m->ctx = ctx;
+			m->watched = notify && ff_gw_watched(m);
 		}
 		req->done = true;
 		g_cond_signal(&req->cond);
@@ -110,10 +111,10 @@ static int probe(struct ff_mount *m)
 	struct ff_cred self = { .uid = geteuid(), .gid = getegid(), .pid = getpid() };
 	ff_node *node;
 	struct stat st;
-	int rc = m->be->ops->root(m->ctx, &self, &node, &st);
+	int rc = ff_gw_root(m, &self, &node, &st); /* accounted: marks the location up */
 
 	if (rc == 0)
-		m->be->ops->forget(m->ctx, node);
+		ff_gw_forget(m, node);
 	return rc;
 }
 
@@ -142,7 +143,7 @@ static gpointer prober(gpointer data)
 			if (!m->ctx)
 				ff_mount_connect(m);
 			else
-				ff_mount_account(m, FF_OP_OTHER, probe(m), 0);
+				probe(m);
 		}
 		g_ptr_array_free(due, TRUE);
 		g_mutex_lock(&mounts->prober_lock);
@@ -189,8 +190,8 @@ void ff_mounts_free(struct ff_mounts *mounts)
 	for (guint i = 0; i < mounts->list->len; i++) {
 		struct ff_mount *m = mounts->list->pdata[i];
 
-		if (m->ctx && m->be->ops->unmount)
-			m->be->ops->unmount(m->ctx);
+		if (m->ctx)
+			ff_gw_unmount(m);
 		g_free((char *)m->loc.spec.credentials); /* our copy; the namespace owns its own */
 		ff_location_clear(&m->loc);
 		g_free(m->key);

@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fedfuse/gateway.h"
 #include "fedfuse/lock.h"
 
 #define RETRY_USEC 10000 /* how often waiting requests are retried without a wake-up */
@@ -166,8 +167,11 @@ static int open_description(struct ff_locks *l, struct ff_inode *inode, struct f
 	struct anchor *a;
 	int fd;
 
-	if (mnt && mnt->be->ops->lock_fd && S_ISREG(inode->type))
-		return mnt->be->ops->lock_fd(mnt->ctx, inode->bnode);
+	if (mnt && S_ISREG(inode->type)) {
+		fd = ff_gw_lock_fd(mnt, inode->bnode);
+		if (fd != -EOPNOTSUPP)
+			return fd;
+	}
 	a = g_hash_table_lookup(l->anchors, &inode->ino);
 	if (!a) {
 		int afd = memfd_create("fedfuse-lock", MFD_CLOEXEC);

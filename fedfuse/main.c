@@ -21,6 +21,7 @@
 #include "fedfuse/bdi.h"
 #include "fedfuse/cred.h"
 #include "fedfuse/fedfuse.h"
+#include "fedfuse/gateway.h"
 #include "fedfuse/log.h"
 #include "fedfuse/notify.h"
 #include "fedfuse/plugins.h"
@@ -226,7 +227,7 @@ static void stop_reload(pthread_t thread)
 static void release_inode(struct ff_inode *inode, void *data)
 {
 	if (inode->mnt && inode->bnode)
-		inode->mnt->be->ops->forget(inode->mnt->ctx, inode->bnode);
+		ff_gw_forget(inode->mnt, inode->bnode);
 }
 
 /* Every cached inode of a local location holds a descriptor: allow as many as we may. */

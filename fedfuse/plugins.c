@@ -9,6 +9,7 @@
 #include <gmodule.h>
 #include <string.h>
 
+#include "fedfuse/gateway.h"
 #include "fedfuse/plugins.h"
 
 static GMutex plugins_lock;
@@ -34,6 +35,9 @@ static const struct ff_backend *load(const char *scheme, char **msg)
 	g_auto(GStrv) dirs = g_strsplit(env && *env ? env : FF_BACKEND_DIR, ":", -1);
 	g_autofree char *file = g_strconcat(scheme, ".so", NULL);
 	const struct ff_backend *be;
+	const struct ff_backend_ops *ops;
+	struct ff_backend *copy;
+	const char *lacks;
 	gpointer sym;
 	GModule *mod;
 
@@ -64,8 +68,18 @@ static const struct ff_backend *load(const char *scheme, char **msg)
 			g_module_close(mod);
 			return NULL;
 		}
+		ops = ff_gw_complete_ops(be->ops, &lacks);
+		if (!ops) {
+			*msg = g_strdup_printf("backend '%s': %s has no %s operation", scheme, path,
+					       lacks);
+			g_module_close(mod);
+			return NULL;
+		}
 		g_module_make_resident(mod);
-		return be;
+		/* The core's copy, whose operations are all there (gateway.h). */
+		copy = g_memdup2(be, sizeof(*be));
+		copy->ops = ops;
+		return copy;
 	}
 	if (missing_reason(scheme))
 		*msg = g_strdup_printf("backend '%s' is not available (%s)", scheme,
@@ -99,7 +113,5 @@ int ff_plugin_check_location(const struct ff_location_spec *spec, void *data, ch
 
 	if (!be)
 		return -ENOENT;
-	if (!be->ops->check)
-		return 0;
-	return be->ops->check(spec, msg);
+	return ff_gw_check(be, spec, msg);
 }

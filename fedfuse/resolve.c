@@ -9,6 +9,7 @@
 
 #include "fedfuse/control.h"
 #include "fedfuse/cred.h"
+#include "fedfuse/gateway.h"
 #include "fedfuse/log.h"
 #include "fedfuse/resolve.h"
 
@@ -74,9 +75,9 @@ static struct ff_inode *intern(struct ff_state *s, struct ff_mount *mnt, ff_node
 		/* Seen before: keep the node the inode has (a path-named backend learns the newest
 		 * path, which is the one the kernel now uses) and drop the new reference, which may
 		 * well be to the same node. */
-		if (inode->bnode != bnode && mnt->be->ops->relink)
-			mnt->be->ops->relink(mnt->ctx, inode->bnode, bnode);
-		mnt->be->ops->forget(mnt->ctx, bnode);
+		if (inode->bnode != bnode)
+			ff_gw_relink(mnt, inode->bnode, bnode);
+		ff_gw_forget(mnt, bnode);
 	}
 	return inode;
 }
@@ -130,14 +131,12 @@ static int referral_root(struct ff_state *s, const struct ff_cred *cred,
 		struct ff_location *loc = ref->locations->pdata[i];
 		struct ff_mount *m =
 			ff_mounts_get(s->mounts, ref->path, loc, ref->attr_timeout, NULL);
-		gint64 start = g_get_monotonic_time();
 
 		if (!m)
 			return -ENOSPC;
 		rc = ff_mount_connect(m);
 		if (rc == 0)
-			rc = ff_mount_account(m, FF_OP_LOOKUP,
-					      m->be->ops->root(m->ctx, cred, bnode, st), start);
+			rc = ff_gw_root(m, cred, bnode, st);
 		if (rc == 0) {
 			*mntp = m;
 			return 0;
@@ -167,8 +166,7 @@ static int enter_mount(struct ff_state *s, const struct ff_cred *cred, struct ff
 	}
 	g_mutex_unlock(&m->lock);
 	if (!inode) {
-		rc = m->be->ops->root(m->ctx, cred, &bnode, &st);
-		rc = ff_mount_account(m, FF_OP_LOOKUP, rc, start);
+		rc = ff_gw_root(m, cred, &bnode, &st);
 		if (rc < 0)
 			return rc;
 		inode = intern(s, m, bnode, &st);
@@ -233,15 +231,13 @@ static struct ff_junction *read_junction(struct ff_state *s, struct ff_mount *m,
 					 const struct stat *st, const struct ff_cred *cred,
 					 char **msg)
 {
-	const struct ff_backend_ops *ops = m->be->ops;
 	char *buf = g_malloc(FF_JUNCTION_VALUE_MAX);
-	gint64 start = g_get_monotonic_time();
 	struct ff_junction *j = NULL;
 	char mode[32];
 	ssize_t n, mn;
 
 	if (S_ISLNK(st->st_mode)) {
-		n = ops->readlink(m->ctx, cred, node, buf, FF_JUNCTION_VALUE_MAX);
+		n = ff_gw_readlink(m, cred, node, buf, FF_JUNCTION_VALUE_MAX);
 		if (n > 0 && ff_junction_is_msdfs(buf, n))
 			j = ff_junction_parse_msdfs(buf, n, msg);
 		else if (n == -ENAMETOOLONG)
@@ -249,11 +245,11 @@ static struct ff_junction *read_junction(struct ff_state *s, struct ff_mount *m,
 		goto out_free;
 	}
 	if (ff_junction_is_fedfs_mode(st->st_mode) && s->uid == 0) {
-		n = ops->getxattr(m->ctx, cred, node, FF_JUNCTION_XATTR_FEDFS, buf,
-				  FF_JUNCTION_VALUE_MAX);
+		n = ff_gw_getxattr(m, cred, node, FF_JUNCTION_XATTR_FEDFS, buf,
+				   FF_JUNCTION_VALUE_MAX);
 		if (n >= 0) {
-			mn = ops->getxattr(m->ctx, cred, node, FF_JUNCTION_XATTR_FEDFS_MODE, mode,
-					   sizeof(mode));
+			mn = ff_gw_getxattr(m, cred, node, FF_JUNCTION_XATTR_FEDFS_MODE, mode,
+					    sizeof(mode));
 			j = ff_junction_parse_fedfs(buf, n, mn > 0 ? mode : NULL, mn > 0 ? mn : 0,
 						    msg);
 			goto out_free;
@@ -261,7 +257,7 @@ static struct ff_junction *read_junction(struct ff_state *s, struct ff_mount *m,
 	}
 	if (g_atomic_int_get(&m->no_user_xattrs))
 		goto out_free;
-	n = ops->getxattr(m->ctx, cred, node, FF_JUNCTION_XATTR_FEDFUSE, buf, FF_JUNCTION_VALUE_MAX);
+	n = ff_gw_getxattr(m, cred, node, FF_JUNCTION_XATTR_FEDFUSE, buf, FF_JUNCTION_VALUE_MAX);
 	if (n == -ENOTSUP || n == -EOPNOTSUPP)
 		g_atomic_int_set(&m->no_user_xattrs, 1);
 	else if (n == -ERANGE)
@@ -269,8 +265,6 @@ static struct ff_junction *read_junction(struct ff_state *s, struct ff_mount *m,
 	else if (n >= 0)
 		j = ff_junction_parse_fedfuse(buf, n, msg);
 out_free:
-	/* Counted, so that /.fedfuse/stats shows what reading junctions costs. */
-	ff_mount_account(m, S_ISLNK(st->st_mode) ? FF_OP_READLINK : FF_OP_XATTR, 0, start);
 	g_free(buf);
 	return j;
 }
@@ -279,7 +273,6 @@ out_free:
 static struct ff_jentry *junction_of(struct ff_state *s, struct ff_mount *m, ff_node *node,
 				     const struct stat *st)
 {
-	const struct ff_backend_ops *ops = m->be->ops;
 	g_autofree char *msg = NULL;
 	struct ff_cred_hold self;
 	struct ff_junction *j;
@@ -288,11 +281,8 @@ static struct ff_jentry *junction_of(struct ff_state *s, struct ff_mount *m, ff_
 	double ttl;
 
 	if (S_ISLNK(st->st_mode)) {
-		if (!(m->be->caps & FF_CAP_SYMLINKS) || !ops->readlink)
-			return NULL;
+		/* a symlink: an msdfs junction, maybe */
 	} else if (S_ISDIR(st->st_mode)) {
-		if (!(m->be->caps & FF_CAP_XATTR) || !ops->getxattr)
-			return NULL;
 		if (g_atomic_int_get(&m->no_user_xattrs) &&
 		    !(ff_junction_is_fedfs_mode(st->st_mode) && s->uid == 0))
 			return NULL;
@@ -373,7 +363,7 @@ int ff_target_get(struct ff_state *s, const struct ff_cred *cred, struct ff_inod
 void ff_target_put(struct ff_state *s, struct ff_target *t)
 {
 	if (t->temp)
-		t->mnt->be->ops->forget(t->mnt->ctx, t->bnode);
+		ff_gw_forget(t->mnt, t->bnode);
 	t->temp = false;
 }
 
@@ -396,10 +386,7 @@ bool ff_resolve_is_ns_child(struct ff_state *s, struct ff_inode *parent, const c
 static int lookup_backend(struct ff_state *s, const struct ff_cred *cred, struct ff_target *t,
 			  const char *name, ff_node **bnode, struct stat *st)
 {
-	gint64 start = g_get_monotonic_time();
-	int rc = t->mnt->be->ops->lookup(t->mnt->ctx, cred, t->bnode, name, bnode, st);
-
-	return ff_mount_account(t->mnt, FF_OP_LOOKUP, rc, start);
+	return ff_gw_lookup(t->mnt, cred, t->bnode, name, bnode, st);
 }
 
 /* `path` names a namespace node: a referral, or a directory on the way to one. */
@@ -430,7 +417,7 @@ static int lookup_ns(struct ff_state *s, const struct ff_cred *cred, struct ff_t
 			return 0;
 		}
 		if (rc == 0)
-			parent->mnt->be->ops->forget(parent->mnt->ctx, bnode);
+			ff_gw_forget(parent->mnt, bnode);
 		else if (rc != -ENOENT)
 			return rc;
 	}
@@ -479,7 +466,7 @@ int ff_resolve_lookup(struct ff_state *s, const struct ff_cred *cred, struct ff_
 		struct ff_inode *inode;
 
 		if (je) {
-			t.mnt->be->ops->forget(t.mnt->ctx, bnode);
+			ff_gw_forget(t.mnt, bnode);
 			rc = enter(s, cred, je->id, je->junction->locations, t.mnt->attr_timeout,
 				   t.mnt, NULL, e);
 			ff_jentry_unref(je);
@@ -510,7 +497,6 @@ int ff_resolve_getattr(struct ff_state *s, const struct ff_cred *cred, struct ff
 {
 	struct ff_target t;
 	bool removed;
-	gint64 start;
 	int rc;
 
 	if (ff_control_is_control(inode->ino))
@@ -532,9 +518,7 @@ int ff_resolve_getattr(struct ff_state *s, const struct ff_cred *cred, struct ff
 		*timeout = ff_attr_timeout(s);
 		return 0;
 	}
-	start = g_get_monotonic_time();
-	rc = t.mnt->be->ops->getattr(t.mnt->ctx, cred, t.bnode, fh, st);
-	rc = ff_mount_account(t.mnt, FF_OP_GETATTR, rc, start);
+	rc = ff_gw_getattr(t.mnt, cred, t.bnode, fh, st);
 	st->st_ino = inode->ino;
 	ff_resolve_fix_attr(inode, st);
 	*timeout = ff_mount_cache_timeout(t.mnt);

@@ -950,7 +950,6 @@ __attribute__((visibility("default"))) const struct ff_backend fedfuse_backend =
 	.abi_minor = FF_BACKEND_ABI_MINOR,
 	.scheme = "file",
 	.description = "directories on this machine",
-	.caps = FF_CAP_XATTR | FF_CAP_HARDLINKS | FF_CAP_SYMLINKS | FF_CAP_SPECIAL | FF_CAP_LOCAL |
-		FF_CAP_POSIX_OWNERS | FF_CAP_NOTIFY | FF_CAP_ACL,
+	.caps = FF_CAP_LOCAL | FF_CAP_POSIX_OWNERS | FF_CAP_NOTIFY | FF_CAP_ACL,
 	.ops = &local_ops,
 };

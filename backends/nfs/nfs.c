@@ -1514,7 +1514,6 @@ __attribute__((visibility("default"))) const struct ff_backend fedfuse_backend =
 	.abi_minor = FF_BACKEND_ABI_MINOR,
 	.scheme = "nfs",
 	.description = "NFSv3 and NFSv4 through libnfs",
-	.caps = FF_CAP_HARDLINKS | FF_CAP_SYMLINKS | FF_CAP_SPECIAL | FF_CAP_PATH_NODES |
-		FF_CAP_POSIX_OWNERS,
+	.caps = FF_CAP_PATH_NODES | FF_CAP_POSIX_OWNERS,
 	.ops = &nfs_ops,
 };

@@ -1521,18 +1521,8 @@ static int smb_mknod(void *loc, const struct ff_cred *cred, ff_node *parent, con
 	return rc;
 }
 
-/* No symlinks and no hard links on SMB without unix extensions: EPERM, as vfat answers. */
-static int smb_symlink(void *loc, const struct ff_cred *cred, const char *target, ff_node *parent,
-		       const char *name, ff_node **node, struct stat *st)
-{
-	return -EPERM;
-}
-
-static int smb_link(void *loc, const struct ff_cred *cred, ff_node *node, ff_node *newparent,
-		    const char *newname, struct stat *st)
-{
-	return -EPERM;
-}
+/* No symlinks and no hard links on SMB without unix extensions: left out, so EPERM, as vfat
+ * answers (fedfuse/gateway.h). */
 
 /*
  * libsmbclient's unlink opens with DELETE_ON_CLOSE but without FILE_NON_DIRECTORY_FILE: given a
@@ -2034,8 +2024,6 @@ static const struct ff_backend_ops smb_ops = {
 	.setattr = smb_setattr,
 	.mknod = smb_mknod,
 	.mkdir = smb_mkdir,
-	.symlink = smb_symlink,
-	.link = smb_link,
 	.unlink = smb_unlink,
 	.rmdir = smb_rmdir,
 	.rename = smb_rename,
@@ -2063,6 +2051,6 @@ __attribute__((visibility("default"))) const struct ff_backend fedfuse_backend =
 	.abi_minor = FF_BACKEND_ABI_MINOR,
 	.scheme = "smb",
 	.description = "SMB2/SMB3 shares (libsmbclient)",
-	.caps = FF_CAP_XATTR | FF_CAP_PATH_NODES,
+	.caps = FF_CAP_PATH_NODES,
 	.ops = &smb_ops,
 };
