@@ -84,11 +84,11 @@ struct ff_cred {
  * beside the operation in fedfuse/gateway.h (an operation it has may still refuse a case, as
  * mknod() of a fifo where there are none: EPERM). */
 enum ff_caps {
-	FF_CAP_LOCAL = 1u << 4,	     /* data is on this machine: long kernel cache timeouts are
+	FF_CAP_LOCAL = 1u << 4,	       /* data is on this machine: long kernel cache timeouts are
 				      * safe together with change notification */
-	FF_CAP_PATH_NODES = 1u << 5, /* nodes name objects by path: the core provides relink(),
+	FF_CAP_PATH_NODES = 1u << 5,   /* nodes name objects by path: the core provides relink(),
 				      * silly-renames unlinked open files, re-checks on open */
-	FF_CAP_NOTIFY = 1u << 6,     /* the backend reports external changes (notify callbacks) */
+	FF_CAP_NOTIFY = 1u << 6,       /* the backend reports external changes (notify callbacks) */
 	FF_CAP_POSIX_OWNERS = 1u << 7, /* st_uid/st_gid are real; chown works */
 	/* The system.posix_acl_access/_default xattrs are the objects' POSIX ACLs, kept in sync
 	 * with the mode by the backend; create-style ops get the mode as the caller asked and
@@ -112,8 +112,8 @@ enum ff_set {
 
 /* What fill() answers (or -errno to stop the listing). */
 enum ff_fill_result {
-	FF_FILL_TAKEN = 0,     /* the entry is taken: go on */
-	FF_FILL_FULL = 1,      /* not taken, the buffer is full: the next readdir() starts with it */
+	FF_FILL_TAKEN = 0, /* the entry is taken: go on */
+	FF_FILL_FULL = 1,  /* not taken, the buffer is full: the next readdir() starts with it */
 	FF_FILL_WANT_NODE = 2, /* a by-name entry not taken: give it again, with a node */
 };
 
@@ -241,8 +241,8 @@ struct ff_backend_ops {
 	/* SEEK_DATA / SEEK_HOLE (and SEEK_SET/CUR/END). Returns the new offset or -errno. */
 	off_t (*lseek)(void *loc, void *fh, off_t off, int whence);
 	/* Returns bytes copied, or -errno (-EXDEV/-EOPNOTSUPP make the kernel fall back). */
-	ssize_t (*copy_file_range)(void *loc, const struct ff_cred *cred, void *fh_in,
-				   off_t off_in, void *fh_out, off_t off_out, size_t len, int flags);
+	ssize_t (*copy_file_range)(void *loc, const struct ff_cred *cred, void *fh_in, off_t off_in,
+				   void *fh_out, off_t off_out, size_t len, int flags);
 
 	/* Optional, for locks: a new open file description of the regular file `node` (a kernel
 	 * descriptor, readable and writable where it can be), on which the core takes open file

@@ -15,11 +15,11 @@
 #include <stdbool.h>
 
 struct ff_pathnode {
-	gint refcount;		   /* core references + one per child that names it as parent */
-	bool indexed;		   /* reachable through the index */
+	gint refcount;		    /* core references + one per child that names it as parent */
+	bool indexed;		    /* reachable through the index */
 	struct ff_pathnode *parent; /* NULL for the root and for a detached (unlinked) node */
-	char *name;		   /* "" for the root */
-	void *priv;		   /* the backend's, g_free'd with the node; the backend locks it */
+	char *name;		    /* "" for the root */
+	void *priv; /* the backend's, g_free'd with the node; the backend locks it */
 };
 
 struct ff_pathtree;

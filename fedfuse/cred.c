@@ -15,8 +15,8 @@
 #include "fedfuse/cred.h"
 
 #define GROUPS_TTL_USEC (60 * G_USEC_PER_SEC)
-#define PROC_GROUPS_TTL_USEC (20 * 1000)	/* a process's groups, read from /proc */
-#define PROC_GROUPS_MAX 65536		/* NGROUPS_MAX */
+#define PROC_GROUPS_TTL_USEC (20 * 1000) /* a process's groups, read from /proc */
+#define PROC_GROUPS_MAX 65536		 /* NGROUPS_MAX */
 
 struct groups_entry {
 	uid_t uid;
@@ -163,8 +163,9 @@ void ff_cred_get(fuse_req_t req, struct ff_cred_hold *h)
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct groups_entry *e = NULL;
 
-	h->cred = (struct ff_cred){ .uid = ctx->uid, .gid = ctx->gid, .pid = ctx->pid,
-				    .umask = ctx->umask };
+	h->cred = (struct ff_cred){
+		.uid = ctx->uid, .gid = ctx->gid, .pid = ctx->pid, .umask = ctx->umask
+	};
 	if (daemon_euid() == 0 && ctx->uid != 0) {
 		e = groups_of_process(req, ctx);
 		if (!e)

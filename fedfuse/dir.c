@@ -27,7 +27,7 @@ struct ff_dir {
 	void *dh;
 	GArray *entries; /* struct ff_dirent */
 	bool loaded;
-	bool plus_loaded; /* entries carry full attributes and nodes */
+	bool plus_loaded;   /* entries carry full attributes and nodes */
 	GHashTable *hidden; /* names the namespace covers, or NULL */
 	struct ff_state *s;
 };
@@ -77,8 +77,8 @@ static int fill(void *buf, const char *name, const struct stat *st, off_t next, 
 			return FF_FILL_WANT_NODE;
 		copy.st_ino = inode->ino;
 	} else if (!node) { /* d_ino as stat will report it */
-		copy.st_ino = ff_itab_predict(dir->s->itab, dir->t.mnt->index, st->st_dev,
-					      st->st_ino);
+		copy.st_ino =
+			ff_itab_predict(dir->s->itab, dir->t.mnt->index, st->st_dev, st->st_ino);
 	}
 	add(dir, name, &copy, node, false);
 	g_array_index(dir->entries, struct ff_dirent, dir->entries->len - 1).inode = inode;
@@ -132,8 +132,8 @@ static int load(struct ff_state *s, const struct ff_cred *cred, struct ff_dir *d
 
 		if (c->referral && ff_resolve_referral_hidden(s, c->referral))
 			continue;
-		add(dir, c->name, &(struct stat){ .st_mode = S_IFDIR, .st_ino = FF_INO_ROOT },
-		    NULL, true);
+		add(dir, c->name, &(struct stat){ .st_mode = S_IFDIR, .st_ino = FF_INO_ROOT }, NULL,
+		    true);
 	}
 	if (ns)
 		ff_namespace_unref(ns);
@@ -197,7 +197,7 @@ static size_t add_plus(struct ff_state *s, fuse_req_t req, const struct ff_cred 
 	}
 	if (d->bare) {
 		e.attr = d->st; /* e.ino 0: the kernel takes no reference */
-	} else if (d->inode) { /* an inode the table has: no lookup */
+	} else if (d->inode) {	/* an inode the table has: no lookup */
 		ff_resolve_entry_held(dir->t.mnt, d->inode, &d->st, &e);
 		d->inode = NULL; /* its lookup is the kernel's now */
 	} else if (ff_resolve_lookup(s, cred, dir->inode, d->name, &e) < 0) {
@@ -215,8 +215,8 @@ out_add:
 	return n;
 }
 
-void ff_dir_read(struct ff_state *s, fuse_req_t req, const struct ff_cred *cred,
-		 struct ff_dir *dir, size_t size, off_t off, bool plus)
+void ff_dir_read(struct ff_state *s, fuse_req_t req, const struct ff_cred *cred, struct ff_dir *dir,
+		 size_t size, off_t off, bool plus)
 {
 	g_autofree char *buf = g_malloc(size);
 	size_t used = 0;

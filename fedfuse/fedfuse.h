@@ -50,7 +50,7 @@ struct ff_state {
 	GMutex handles_lock;
 	GHashTable *handles; /* struct ff_file * or struct ff_dir * -> GINT_TO_POINTER(is_dir) */
 	bool default_permissions; /* the kernel checks permissions (-o default_permissions) */
-	uid_t uid; /* the daemon's */
+	uid_t uid;		  /* the daemon's */
 	gid_t gid;
 };
 

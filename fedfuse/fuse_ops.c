@@ -29,7 +29,7 @@ struct ff_file {
 	struct ff_mount *mnt;
 	struct ff_inode *inode;
 	void *fh;
-	int fd; /* kernel descriptor for splicing, or -1 */
+	int fd;	      /* kernel descriptor for splicing, or -1 */
 	int flock_fd; /* the description its flock()s are taken on, or -1 (lock.h) */
 	bool wrote;
 	char *text;
@@ -87,8 +87,6 @@ static void op_end(struct op *op)
 	ff_target_put(op->s, &op->t);
 	ff_cred_put(&op->h);
 }
-
-
 
 static void handle_track(struct ff_state *s, void *handle, bool is_dir)
 {
@@ -234,7 +232,8 @@ static bool is_kill_setid(const struct ff_cred *cred, const struct stat *cur,
 	mode_t dropped = before & ~after;
 
 	return cred->uid != 0 && cred->uid != cur->st_uid && S_ISREG(cur->st_mode) &&
-	       (after & ~before) == 0 && dropped != 0 && (dropped & ~(mode_t)(S_ISUID | S_ISGID)) == 0;
+	       (after & ~before) == 0 && dropped != 0 &&
+	       (dropped & ~(mode_t)(S_ISUID | S_ISGID)) == 0;
 }
 
 static bool cred_in_group(const struct ff_cred *cred, gid_t gid)
@@ -283,10 +282,14 @@ static unsigned int set_bits(int fuse_to_set)
 		int fuse;
 		unsigned int ff;
 	} map[] = {
-		{ FUSE_SET_ATTR_MODE, FF_SET_MODE },	     { FUSE_SET_ATTR_UID, FF_SET_UID },
-		{ FUSE_SET_ATTR_GID, FF_SET_GID },	     { FUSE_SET_ATTR_SIZE, FF_SET_SIZE },
-		{ FUSE_SET_ATTR_ATIME, FF_SET_ATIME },	     { FUSE_SET_ATTR_MTIME, FF_SET_MTIME },
-		{ FUSE_SET_ATTR_ATIME_NOW, FF_SET_ATIME_NOW }, { FUSE_SET_ATTR_MTIME_NOW, FF_SET_MTIME_NOW },
+		{ FUSE_SET_ATTR_MODE, FF_SET_MODE },
+		{ FUSE_SET_ATTR_UID, FF_SET_UID },
+		{ FUSE_SET_ATTR_GID, FF_SET_GID },
+		{ FUSE_SET_ATTR_SIZE, FF_SET_SIZE },
+		{ FUSE_SET_ATTR_ATIME, FF_SET_ATIME },
+		{ FUSE_SET_ATTR_MTIME, FF_SET_MTIME },
+		{ FUSE_SET_ATTR_ATIME_NOW, FF_SET_ATIME_NOW },
+		{ FUSE_SET_ATTR_MTIME_NOW, FF_SET_MTIME_NOW },
 		{ FUSE_SET_ATTR_CTIME, FF_SET_CTIME },
 	};
 	unsigned int out = 0;
@@ -310,8 +313,7 @@ static void ff_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int fu
 
 	rc = op_begin(req, ino, true, &op);
 	fh = f && f->mnt ? f->fh : NULL;
-	if (rc == 0 && (to_set & FF_SET_MODE) && op.h.cred.uid != 0 &&
-	    op.s->default_permissions &&
+	if (rc == 0 && (to_set & FF_SET_MODE) && op.h.cred.uid != 0 && op.s->default_permissions &&
 	    ff_gw_getattr(op.t.mnt, &op.h.cred, op.t.bnode, fh, &cur) == 0 &&
 	    is_kill_setid(&op.h.cred, &cur, attr)) {
 		struct ff_cred_hold self;
@@ -381,8 +383,7 @@ static void reply_new_entry(fuse_req_t req, struct op *op, int rc, ff_node *node
 	fuse_reply_entry(req, &e);
 }
 
-static void ff_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		     dev_t rdev)
+static void ff_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	ff_node *node = NULL;
 	struct stat st;
@@ -459,8 +460,7 @@ static void remove_hidden(struct ff_state *s, struct ff_inode *inode);
  * is renamed to a hidden name instead and removed at its last close (what NFS clients do).
  * Returns 1 when the name is gone that way, 0 when nothing was needed, or -errno.
  */
-static int hide_if_open(struct op *op, struct ff_inode *dir, struct ff_target *dt,
-			const char *name)
+static int hide_if_open(struct op *op, struct ff_inode *dir, struct ff_target *dt, const char *name)
 {
 	static gint counter;
 	struct ff_mount *m = dt->mnt;
@@ -673,8 +673,7 @@ static void ff_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	f = file_new(&op, fh);
 	/* Close-to-open consistency: keep the kernel's cached pages only if the file has not
 	 * changed since they were read. */
-	if (!(flags & O_TRUNC) &&
-	    ff_gw_getattr(op.t.mnt, &op.h.cred, op.t.bnode, fh, &st) == 0) {
+	if (!(flags & O_TRUNC) && ff_gw_getattr(op.t.mnt, &op.h.cred, op.t.bnode, fh, &st) == 0) {
 		g_mutex_lock(&op.inode->lock);
 		fi->keep_cache = same_version(op.inode, &st);
 		g_mutex_unlock(&op.inode->lock);
@@ -896,8 +895,7 @@ static void file_release(struct ff_state *s, struct ff_file *f)
 	ff_cred_self(&h);
 	/* Our own writes changed mtime: remember the new version, so the next open keeps the
 	 * pages this one wrote. */
-	if (f->wrote &&
-	    ff_gw_getattr(f->mnt, &h.cred, f->inode->bnode, f->fh, &st) == 0)
+	if (f->wrote && ff_gw_getattr(f->mnt, &h.cred, f->inode->bnode, f->fh, &st) == 0)
 		remember_version(f->inode, &st);
 	ff_cred_put(&h);
 	rc = ff_gw_release(f->mnt, f->fh);
@@ -943,16 +941,15 @@ void ff_release_all(struct ff_state *s)
 
 /* ---- locks (lock.h) ------------------------------------------------------------------------ */
 
-static void ff_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
-		     struct flock *lock)
+static void ff_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock)
 {
 	struct ff_file *f = file_of(fi);
 
 	ff_locks_getlk(state(req)->locks, req, f->inode, f->mnt, fi->lock_owner, lock);
 }
 
-static void ff_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
-		     struct flock *lock, int sleep)
+static void ff_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
+		     int sleep)
 {
 	struct ff_file *f = file_of(fi);
 
@@ -1057,8 +1054,7 @@ static void ff_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	}
 }
 
-static void do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi,
-		       bool plus)
+static void do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi, bool plus)
 {
 	struct ff_cred_hold h;
 
@@ -1112,15 +1108,16 @@ static void ff_statfs(fuse_req_t req, fuse_ino_t ino)
 /* Junction values are the namespace's business, not its users'. */
 static bool xattr_hidden(const char *name)
 {
-	return g_str_has_prefix(name, "user.fedfuse.") || g_str_has_prefix(name, "trusted.junction.");
+	return g_str_has_prefix(name, "user.fedfuse.") || g_str_has_prefix(name, "trusted."
+										 "junction.");
 }
 
 /* The kernel reads these for its permission checks: "no ACL" is ENODATA, where any other error
  * would fail the check. */
 static bool xattr_is_acl(const char *name)
 {
-	return strcmp(name, "system.posix_acl_access") == 0 ||
-	       strcmp(name, "system.posix_acl_default") == 0;
+	return strcmp(name, "system.posix_acl_access") == 0 || strcmp(name, "system.posix_acl_"
+									    "default") == 0;
 }
 
 static int xattr_begin(fuse_req_t req, fuse_ino_t ino, bool write, struct op *op)

@@ -60,8 +60,7 @@ static bool counter_numbered(const struct ff_inode *inode)
 }
 
 /* The inode of an object, or NULL; called with the table mutex held. */
-static struct ff_inode *find_locked(struct ff_itab *itab, uint16_t mnt_index, dev_t dev,
-				    ino_t bino)
+static struct ff_inode *find_locked(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino)
 {
 	struct ff_inode probe = { .dev = dev, .bino = bino, .mnt_index = mnt_index };
 	uint64_t ino = compose(mnt_index, bino);
@@ -172,8 +171,7 @@ uint64_t ff_itab_find_number(struct ff_itab *itab, uint16_t mnt_index, dev_t dev
 	return ino;
 }
 
-struct ff_inode *ff_itab_find_ref(struct ff_itab *itab, uint16_t mnt_index, dev_t dev,
-				  ino_t bino)
+struct ff_inode *ff_itab_find_ref(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino)
 {
 	struct ff_inode *inode;
 

@@ -27,7 +27,7 @@
 #include "backends/backend.h"
 
 #define FF_INO_ROOT 1
-#define FF_INO_CONTROL 2 /* the hidden /.fedfuse directory */
+#define FF_INO_CONTROL 2       /* the hidden /.fedfuse directory */
 #define FF_INO_CONTROL_FIRST 3 /* its files */
 #define FF_INO_VIRTUAL_FIRST 16
 #define FF_MOUNT_INDEX_MAX 0xfffe
@@ -127,8 +127,7 @@ struct ff_inode *ff_itab_find(struct ff_itab *itab, uint16_t mnt_index, dev_t de
 uint64_t ff_itab_find_number(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino);
 
 /* As ff_itab_find(), counting one lookup when found (atomically with finding it). */
-struct ff_inode *ff_itab_find_ref(struct ff_itab *itab, uint16_t mnt_index, dev_t dev,
-				  ino_t bino);
+struct ff_inode *ff_itab_find_ref(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino);
 
 /* Count one more lookup of an inode the caller holds (a new hard link, an internal hold). */
 void ff_itab_ref(struct ff_itab *itab, struct ff_inode *inode);

@@ -83,9 +83,9 @@ struct ff_jentry *ff_jcache_get(struct ff_jcache *c, uint16_t mnt, const struct 
 
 	g_mutex_lock(&c->lock);
 	slot = g_hash_table_lookup(c->slots, &key);
-	if (slot && (slot->expires <= g_get_monotonic_time() ||
-		     slot->ctime.tv_sec != st->st_ctim.tv_sec ||
-		     slot->ctime.tv_nsec != st->st_ctim.tv_nsec)) {
+	if (slot &&
+	    (slot->expires <= g_get_monotonic_time() || slot->ctime.tv_sec != st->st_ctim.tv_sec ||
+	     slot->ctime.tv_nsec != st->st_ctim.tv_nsec)) {
 		g_hash_table_remove(c->slots, &key);
 		slot = NULL;
 	}

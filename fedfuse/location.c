@@ -99,11 +99,11 @@ static int connect_on_connector(struct ff_mounts *mounts, struct ff_mount *m, ch
 }
 
 static const char *const op_names[FF_OP_COUNT] = {
-	[FF_OP_LOOKUP] = "lookup", [FF_OP_GETATTR] = "getattr", [FF_OP_SETATTR] = "setattr",
-	[FF_OP_READLINK] = "readlink", [FF_OP_CREATE] = "create", [FF_OP_REMOVE] = "remove",
-	[FF_OP_RENAME] = "rename", [FF_OP_OPEN] = "open", [FF_OP_READ] = "read",
-	[FF_OP_WRITE] = "write", [FF_OP_SYNC] = "sync", [FF_OP_READDIR] = "readdir",
-	[FF_OP_STATFS] = "statfs", [FF_OP_XATTR] = "xattr", [FF_OP_OTHER] = "other",
+	[FF_OP_LOOKUP] = "lookup",     [FF_OP_GETATTR] = "getattr", [FF_OP_SETATTR] = "setattr",
+	[FF_OP_READLINK] = "readlink", [FF_OP_CREATE] = "create",   [FF_OP_REMOVE] = "remove",
+	[FF_OP_RENAME] = "rename",     [FF_OP_OPEN] = "open",	    [FF_OP_READ] = "read",
+	[FF_OP_WRITE] = "write",       [FF_OP_SYNC] = "sync",	    [FF_OP_READDIR] = "readdir",
+	[FF_OP_STATFS] = "statfs",     [FF_OP_XATTR] = "xattr",	    [FF_OP_OTHER] = "other",
 };
 
 static int probe(struct ff_mount *m)
@@ -439,12 +439,13 @@ void ff_mounts_describe_stats(struct ff_mounts *mounts, GString *out)
 
 			if (!calls)
 				continue;
-			g_string_append_printf(out, "  %-9s calls=%" G_GINT64_FORMAT
-						    " errors=%" G_GINT64_FORMAT " avg_us=%.1f\n",
-					       op_names[op], calls,
-					       __atomic_load_n(&m->stats[op].errors, __ATOMIC_RELAXED),
-					       (double)__atomic_load_n(&m->stats[op].usec, __ATOMIC_RELAXED) /
-						       calls);
+			gint64 errors = __atomic_load_n(&m->stats[op].errors, __ATOMIC_RELAXED);
+			gint64 usec = __atomic_load_n(&m->stats[op].usec, __ATOMIC_RELAXED);
+
+			g_string_append_printf(out, "  %-9s calls=%" G_GINT64_FORMAT, op_names[op],
+					       calls);
+			g_string_append_printf(out, " errors=%" G_GINT64_FORMAT " avg_us=%.1f\n",
+					       errors, (double)usec / calls);
 		}
 	}
 	g_mutex_unlock(&mounts->lock);

@@ -44,10 +44,10 @@ enum ff_mount_state { FF_MOUNT_IDLE, FF_MOUNT_UP, FF_MOUNT_DOWN };
 struct ff_mounts;
 
 struct ff_mount {
-	uint16_t index; /* 1..FF_MOUNT_INDEX_MAX, part of inode numbers */
+	uint16_t index;		  /* 1..FF_MOUNT_INDEX_MAX, part of inode numbers */
 	struct ff_mounts *mounts; /* the table it belongs to */
-	char *key;	/* what makes two locations the same mount */
-	char *ns_path;	/* the referral it serves: two referrals never share a mount */
+	char *key;		  /* what makes two locations the same mount */
+	char *ns_path;		  /* the referral it serves: two referrals never share a mount */
 	struct ff_location loc;
 	double attr_timeout; /* seconds the kernel may cache its entries and attributes, unless
 			      * watched (ff_mount_cache_timeout) */
@@ -61,9 +61,9 @@ struct ff_mount {
 	bool watched;
 	struct ff_notify notify;
 
-	GMutex lock; /* guards the fields below; `state` is also read without it (atomically) */
-	int state; /* enum ff_mount_state */
-	int last_errno; /* the error that marked it down */
+	GMutex lock;	 /* guards the fields below; `state` is also read without it (atomically) */
+	int state;	 /* enum ff_mount_state */
+	int last_errno;	 /* the error that marked it down */
 	gint64 since;	 /* monotonic usec of the last state change */
 	gint64 retry_at; /* while down: when to try again */
 	double backoff;	 /* seconds */
@@ -75,7 +75,7 @@ struct ff_mount {
 	struct stat root_st;
 	gint64 root_time; /* monotonic usec */
 
-	gint open_files; /* open handles, for silly rename decisions */
+	gint open_files;     /* open handles, for silly rename decisions */
 	gint no_user_xattrs; /* the backend refused user.* xattrs: no fedfuse junctions here */
 	struct ff_op_stats stats[FF_OP_COUNT]; /* updated atomically */
 };

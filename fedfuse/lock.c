@@ -38,7 +38,7 @@ struct owner_key {
 struct lock_owner {
 	struct owner_key key; /* first: the table hashes an entry by it */
 	int fd;
-	pid_t pid;	 /* of the process that locked last */
+	pid_t pid;	/* of the process that locked last */
 	GArray *ranges; /* struct range, disjoint */
 };
 
@@ -66,12 +66,12 @@ struct waiter {
 struct ff_locks {
 	GMutex lock;
 	GCond cond;
-	GHashTable *owners;   /* struct lock_owner (by its key) */
+	GHashTable *owners; /* struct lock_owner (by its key) */
 	/* ino (uint64_t *) -> struct anchor. An inode's descriptions all come from its anchor,
 	 * or none do (a regular file of a backend with lock_fd): an inode with an anchor owns a
 	 * reference to it for each description it has open. */
 	GHashTable *anchors;
-	gint nowners;	      /* owners' size, read without the mutex on every close */
+	gint nowners; /* owners' size, read without the mutex on every close */
 	GQueue waiters;
 	GThread *thread;
 	bool stopping;
@@ -351,8 +351,7 @@ static void enqueue(struct ff_locks *l, fuse_req_t req, struct waiter *proto, in
 
 /* The first attempt `rc` of `w` (made under the mutex, which this releases): answer it, or
  * queue it when it would block and may wait. */
-static void answer_or_wait(struct ff_locks *l, fuse_req_t req, struct waiter *w, int rc,
-			   bool wait)
+static void answer_or_wait(struct ff_locks *l, fuse_req_t req, struct waiter *w, int rc, bool wait)
 {
 	int dup = -1;
 

@@ -35,7 +35,7 @@ bool ff_log_debug_enabled(void)
 
 static void vlog(int prio, const char *fmt, va_list ap)
 {
-	static const char *const names[] = { "emergency", "alert", "critical", "error",
+	static const char *const names[] = { "emergency", "alert",  "critical", "error",
 					     "warning",	  "notice", "info",	"debug" };
 
 	if (prio == LOG_DEBUG && !debug_on)
@@ -63,12 +63,12 @@ void ff_log(int prio, const char *fmt, ...)
 static void glib_handler(const gchar *domain, GLogLevelFlags level, const gchar *message,
 			 gpointer data)
 {
-	int prio = (level & G_LOG_LEVEL_ERROR)	      ? LOG_ERR
+	int prio = (level & G_LOG_LEVEL_ERROR)	    ? LOG_ERR
 		   : (level & G_LOG_LEVEL_CRITICAL) ? LOG_CRIT
 		   : (level & G_LOG_LEVEL_WARNING)  ? LOG_WARNING
 		   : (level & G_LOG_LEVEL_MESSAGE)  ? LOG_NOTICE
-		   : (level & G_LOG_LEVEL_INFO)	      ? LOG_INFO
-						      : LOG_DEBUG;
+		   : (level & G_LOG_LEVEL_INFO)	    ? LOG_INFO
+						    : LOG_DEBUG;
 
 	ff_log(prio, "%s%s%s", domain ? domain : "", domain ? ": " : "", message);
 }

@@ -70,8 +70,8 @@ static const char *const settings_keys[] = {
 	"junction-cache-ttl", "attr-timeout", "timeout", "watch", NULL,
 };
 static const char *const referral_keys[] = {
-	"locations", "read-only", "timeout", "attr-timeout", "credentials", "on-unreachable",
-	"uid",	     "gid",	  "file-mode", "dir-mode", "watch", NULL,
+	"locations", "read-only", "timeout",   "attr-timeout", "credentials", "on-unreachable",
+	"uid",	     "gid",	  "file-mode", "dir-mode",     "watch",	      NULL,
 };
 
 static bool fail(struct loader *ld, int code, int line, const char *fmt, ...) G_GNUC_PRINTF(4, 5);
@@ -471,8 +471,8 @@ static char *get_value(struct loader *ld, const struct scan_group *g, const stru
 }
 
 /* Seconds in plain decimal notation (g_ascii_strtod alone would take "inf", "nan" and hex). */
-static bool parse_seconds(struct loader *ld, const struct scan_key *k, const char *v,
-			  bool zero_ok, double *out)
+static bool parse_seconds(struct loader *ld, const struct scan_key *k, const char *v, bool zero_ok,
+			  double *out)
 {
 	char *endp = NULL;
 	double d = 0;
@@ -1562,8 +1562,7 @@ static bool list_entry(GPtrArray *locs, GString *entry, guint index, guint max, 
 	return true;
 }
 
-bool ff_location_list_parse(const char *value, size_t len, guint max, GPtrArray **out,
-			    char **msg)
+bool ff_location_list_parse(const char *value, size_t len, guint max, GPtrArray **out, char **msg)
 {
 	GPtrArray *locs = g_ptr_array_new_with_free_func(location_free);
 	GString *entry = g_string_new(NULL);
@@ -1595,12 +1594,15 @@ bool ff_location_list_parse(const char *value, size_t len, guint max, GPtrArray 
 			}
 			if (!strchr("sntr\\;", c)) {
 				if (g_ascii_isgraph(c))
-					err = g_strdup_printf("invalid escape sequence '\\%c' in the "
+					err = g_strdup_printf("invalid escape sequence '\\%c' in "
+							      "the "
 							      "location list",
 							      c);
 				else
-					err = g_strdup_printf("invalid escape sequence (a backslash "
-							      "before byte 0x%02x) in the location list",
+					err = g_strdup_printf("invalid escape sequence (a "
+							      "backslash "
+							      "before byte 0x%02x) in the location "
+							      "list",
 							      (unsigned int)(unsigned char)c);
 				goto out_fail;
 			}

@@ -21,7 +21,7 @@ struct ff_location {
 };
 
 struct ff_referral {
-	char *path;	    /* absolute namespace path, "/" possible */
+	char *path;	      /* absolute namespace path, "/" possible */
 	GPtrArray *locations; /* struct ff_location *, in order of preference; never empty */
 	bool read_only;
 	double timeout;	     /* seconds */
@@ -37,10 +37,10 @@ struct ff_ns_node {
 	char *name; /* one component; "" for the root */
 	char *path; /* absolute */
 	struct ff_ns_node *parent;
-	GHashTable *children;	   /* name -> struct ff_ns_node *, may be empty */
-	GPtrArray *child_list;	   /* the same children, sorted by name, for readdir */
+	GHashTable *children;	      /* name -> struct ff_ns_node *, may be empty */
+	GPtrArray *child_list;	      /* the same children, sorted by name, for readdir */
 	struct ff_referral *referral; /* non-NULL when this path is a referral */
-	uint64_t id;		   /* unique within the namespace, >= 1; the root is 1 */
+	uint64_t id;		      /* unique within the namespace, >= 1; the root is 1 */
 };
 
 struct ff_namespace {
@@ -103,7 +103,6 @@ void ff_location_clear(struct ff_location *loc);
  * *out is a new array of struct ff_location * (g_ptr_array_unref frees them) with at least one
  * entry; on failure returns false, *out is left alone and *msg (if non-NULL) is set to a
  * g_malloc'd sentence naming the value at fault (printable UTF-8, never a password). */
-bool ff_location_list_parse(const char *value, size_t len, guint max, GPtrArray **out,
-			    char **msg);
+bool ff_location_list_parse(const char *value, size_t len, guint max, GPtrArray **out, char **msg);
 
 #endif /* FEDFUSE_NAMESPACE_H */

@@ -436,8 +436,8 @@ int ff_resolve_lookup(struct ff_state *s, const struct ff_cred *cred, struct ff_
 	struct stat st;
 	int rc;
 
-	if (ff_control_is_control(parent->ino) || (parent->ino == FF_INO_ROOT &&
-						   strcmp(name, FF_CONTROL_NAME) == 0))
+	if (ff_control_is_control(parent->ino) ||
+	    (parent->ino == FF_INO_ROOT && strcmp(name, FF_CONTROL_NAME) == 0))
 		return ff_control_lookup(s, parent->ino, name, e);
 
 	rc = ff_target_get(s, cred, parent, &t);

@@ -303,7 +303,8 @@ static int local_setattr(void *loc, const struct ff_cred *cred, ff_node *node, v
 		if (fd >= 0)
 			rc = fchown(fd, uid, gid);
 		else
-			rc = fchownat(node_fd(node), "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+			rc = fchownat(node_fd(node), "", uid, gid,
+				      AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
 		if (rc < 0)
 			return -errno;
 	}
@@ -317,13 +318,10 @@ static int local_setattr(void *loc, const struct ff_cred *cred, ff_node *node, v
 			return -errno;
 	}
 
-	if (to_set & (FF_SET_ATIME | FF_SET_MTIME | FF_SET_ATIME_NOW |
-		      FF_SET_MTIME_NOW)) {
+	if (to_set & (FF_SET_ATIME | FF_SET_MTIME | FF_SET_ATIME_NOW | FF_SET_MTIME_NOW)) {
 		struct timespec ts[2] = {
-			set_time(to_set, FF_SET_ATIME, FF_SET_ATIME_NOW,
-				 attr->st_atim),
-			set_time(to_set, FF_SET_MTIME, FF_SET_MTIME_NOW,
-				 attr->st_mtim),
+			set_time(to_set, FF_SET_ATIME, FF_SET_ATIME_NOW, attr->st_atim),
+			set_time(to_set, FF_SET_MTIME, FF_SET_MTIME_NOW, attr->st_mtim),
 		};
 
 		if (fd >= 0) {
@@ -474,7 +472,8 @@ static int local_rename(void *loc, const struct ff_cred *cred, ff_node *parent, 
 	rc = local_become(cred);
 	if (rc)
 		return rc;
-	return renameat2(node_fd(parent), name, node_fd(newparent), newname, flags) < 0 ? -errno : 0;
+	return renameat2(node_fd(parent), name, node_fd(newparent), newname, flags) < 0 ? -errno
+											: 0;
 }
 
 /* ---- files ------------------------------------------------------------------------------ */
@@ -672,7 +671,8 @@ static off_t local_lseek(void *loc, void *fh, off_t off, int whence)
 }
 
 static ssize_t local_copy_file_range(void *loc, const struct ff_cred *cred, void *fh_in,
-				     off_t off_in, void *fh_out, off_t off_out, size_t len, int flags)
+				     off_t off_in, void *fh_out, off_t off_out, size_t len,
+				     int flags)
 {
 	int rc = local_become(cred);
 	ssize_t n;
@@ -769,7 +769,8 @@ static int local_readdir(void *loc, const struct ff_cred *cred, ff_node *node, v
 		 * giving its (st_dev, st_ino) to another. */
 		rc = FF_FILL_WANT_NODE;
 		if (plus && de->d_type == DT_REG &&
-		    fstatat(d->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+		    fstatat(d->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode))
 			rc = fill(buf, de->d_name, &st, de->d_off, NULL, true);
 		if (rc == FF_FILL_WANT_NODE) {
 			if (plus && node_at(d->fd, de->d_name, &child, &st) == -ENOENT)

@@ -24,7 +24,6 @@
 #include <nfsc/libnfs.h>
 #include <nfsc/libnfs-raw.h>
 
-
 #include "backends/nfs/nfs.h"
 
 struct nfs_handle {
@@ -332,8 +331,8 @@ static int op_end(struct op *op, int rc)
 	return rc;
 }
 
-static int setattr_path(struct op *op, const char *path, const struct stat *attr, unsigned int to_set,
-			struct stat *st);
+static int setattr_path(struct op *op, const char *path, const struct stat *attr,
+			unsigned int to_set, struct stat *st);
 
 /* After opening `path` with O_TRUNC: libnfs 4.0 truncates only when opening for writing, Linux
  * also for O_RDONLY (the kernel has checked that the caller may write). */
@@ -716,8 +715,7 @@ static int nfs_create_file(void *l, const struct ff_cred *cred, ff_node *parent,
 		char *full = v4_path(loc, path);
 
 		rc = nfs4_setattr(loc, op.nfs, full, &attr,
-				  FF_SET_MODE | FF_SET_ATIME |
-					  FF_SET_ATIME_NOW | FF_SET_MTIME |
+				  FF_SET_MODE | FF_SET_ATIME | FF_SET_ATIME_NOW | FF_SET_MTIME |
 					  FF_SET_MTIME_NOW,
 				  st);
 		g_free(full);
@@ -945,8 +943,8 @@ static int setattr_v3(struct op *op, const char *path, const struct stat *attr, 
 				(to_set & FF_SET_GID) ? (int)attr->st_gid : -1);
 	if (rc == 0 && (to_set & FF_SET_SIZE))
 		rc = nfs_truncate(nfs, path, (uint64_t)attr->st_size);
-	if (rc == 0 && (to_set & (FF_SET_ATIME | FF_SET_MTIME |
-				  FF_SET_ATIME_NOW | FF_SET_MTIME_NOW))) {
+	if (rc == 0 &&
+	    (to_set & (FF_SET_ATIME | FF_SET_MTIME | FF_SET_ATIME_NOW | FF_SET_MTIME_NOW))) {
 		bool a = to_set & (FF_SET_ATIME | FF_SET_ATIME_NOW),
 		     m = to_set & (FF_SET_MTIME | FF_SET_MTIME_NOW);
 		struct timeval tv[2];
@@ -963,8 +961,7 @@ static int setattr_v3(struct op *op, const char *path, const struct stat *attr, 
 			}
 			for (int i = 0; i < 2; i++) {
 				bool want = i == 0 ? a : m;
-				bool now = to_set & (i == 0 ? FF_SET_ATIME_NOW
-							    : FF_SET_MTIME_NOW);
+				bool now = to_set & (i == 0 ? FF_SET_ATIME_NOW : FF_SET_MTIME_NOW);
 				const struct timespec *ts = i == 0 ? &attr->st_atim
 								   : &attr->st_mtim;
 
@@ -986,8 +983,8 @@ static int setattr_v3(struct op *op, const char *path, const struct stat *attr, 
 	return rc < 0 ? nfs_map_error(nfs, rc) : 0;
 }
 
-static int setattr_path(struct op *op, const char *path, const struct stat *attr, unsigned int to_set,
-			struct stat *st)
+static int setattr_path(struct op *op, const char *path, const struct stat *attr,
+			unsigned int to_set, struct stat *st)
 {
 	struct nfs_loc *loc = op->loc;
 	bool have_st = false;
@@ -1110,9 +1107,7 @@ static int nfs_mknod_node(void *l, const struct ff_cred *cred, ff_node *parent, 
 
 			full = v4_path(loc, path);
 			rc = nfs4_setattr(loc, op.nfs, full, &attr,
-					  FF_SET_MODE | FF_SET_ATIME_NOW |
-						  FF_SET_MTIME_NOW,
-					  st);
+					  FF_SET_MODE | FF_SET_ATIME_NOW | FF_SET_MTIME_NOW, st);
 			g_free(full);
 			if (rc == 0)
 				*node = child_node(loc, parent, name);

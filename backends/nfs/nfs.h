@@ -151,8 +151,8 @@ int nfs_event_loop(struct nfs_context *nfs, const int *done, gint64 deadline);
 
 /* SETATTR3 of `path` (below the mount, never following a symlink) with all of `to_set` at once
  * and times in nanoseconds. *have_st tells whether `st` got the attributes after. */
-int nfs3_setattr(struct nfs_context *nfs, const char *path, const struct stat *attr, unsigned int to_set,
-		 struct stat *st, bool *have_st);
+int nfs3_setattr(struct nfs_context *nfs, const char *path, const struct stat *attr,
+		 unsigned int to_set, struct stat *st, bool *have_st);
 /* LINK3 of the object at `path` itself (a symlink is not followed, unlike libnfs 4.0's
  * nfs_link()) as `newname` in directory `newdir`. */
 int nfs3_link(struct nfs_context *nfs, const char *path, const char *newdir, const char *newname);

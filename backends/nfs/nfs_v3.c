@@ -15,7 +15,6 @@
 #include <nfsc/libnfs-raw.h>
 #include <nfsc/libnfs-raw-nfs.h>
 
-
 #include "backends/nfs/nfs.h"
 
 /* What nfs_get_fh() returns: libnfs-private.h's struct nfs_fh, which libnfs does not install. */
@@ -275,8 +274,8 @@ static void set_time(time_how *how, nfstime3 *t, bool given, bool now, const str
 	}
 }
 
-int nfs3_setattr(struct nfs_context *nfs, const char *path, const struct stat *attr, unsigned int to_set,
-		 struct stat *st, bool *have_st)
+int nfs3_setattr(struct nfs_context *nfs, const char *path, const struct stat *attr,
+		 unsigned int to_set, struct stat *st, bool *have_st)
 {
 	struct v3_call *c;
 	SETATTR3args args;
@@ -307,11 +306,11 @@ int nfs3_setattr(struct nfs_context *nfs, const char *path, const struct stat *a
 		args.new_attributes.size.set_size3_u.size = (uint64_t)attr->st_size;
 	}
 	set_time(&args.new_attributes.atime.set_it, &args.new_attributes.atime.set_atime_u.atime,
-		 to_set & (FF_SET_ATIME | FF_SET_ATIME_NOW),
-		 to_set & FF_SET_ATIME_NOW, &attr->st_atim);
+		 to_set & (FF_SET_ATIME | FF_SET_ATIME_NOW), to_set & FF_SET_ATIME_NOW,
+		 &attr->st_atim);
 	set_time(&args.new_attributes.mtime.set_it, &args.new_attributes.mtime.set_mtime_u.mtime,
-		 to_set & (FF_SET_MTIME | FF_SET_MTIME_NOW),
-		 to_set & FF_SET_MTIME_NOW, &attr->st_mtim);
+		 to_set & (FF_SET_MTIME | FF_SET_MTIME_NOW), to_set & FF_SET_MTIME_NOW,
+		 &attr->st_mtim);
 
 	c = g_new0(struct v3_call, 1);
 	c->st = st;

@@ -19,7 +19,6 @@
 #include <nfsc/libnfs-raw.h>
 #include <nfsc/libnfs-raw-nfs4.h>
 
-
 #include "backends/nfs/nfs.h"
 
 unsigned long nfs_stat_readdir_rpcs;

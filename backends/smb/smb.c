@@ -1065,8 +1065,8 @@ static GPtrArray *smb_open_below(struct smb_loc *loc, const char *path)
 }
 
 static void smb_pick_time(struct timeval *tv, unsigned int to_set, unsigned int bit,
-			  unsigned int now_bit,
-			  const struct timespec *given, const struct timespec *cur)
+			  unsigned int now_bit, const struct timespec *given,
+			  const struct timespec *cur)
 {
 	const struct timespec *ts = (to_set & bit) ? given : cur;
 
@@ -1091,8 +1091,7 @@ static void smb_pick_time(struct timeval *tv, unsigned int to_set, unsigned int 
 static int smb_setattr(void *loc_, const struct ff_cred *cred, ff_node *node, void *fh_,
 		       const struct stat *attr, unsigned int to_set, struct stat *st)
 {
-	const int times = FF_SET_ATIME | FF_SET_MTIME | FF_SET_ATIME_NOW |
-			  FF_SET_MTIME_NOW;
+	const int times = FF_SET_ATIME | FF_SET_MTIME | FF_SET_ATIME_NOW | FF_SET_MTIME_NOW;
 	struct smb_loc *loc = loc_;
 	struct smb_file *fh = fh_;
 	struct smb_path_arg a = { 0 };
@@ -1141,10 +1140,10 @@ static int smb_setattr(void *loc_, const struct ff_cred *cred, ff_node *node, vo
 		}
 	}
 	if (to_set & times) {
-		smb_pick_time(&a.tv[0], to_set, FF_SET_ATIME, FF_SET_ATIME_NOW,
-			      &attr->st_atim, &cur.st_atim);
-		smb_pick_time(&a.tv[1], to_set, FF_SET_MTIME, FF_SET_MTIME_NOW,
-			      &attr->st_mtim, &cur.st_mtim);
+		smb_pick_time(&a.tv[0], to_set, FF_SET_ATIME, FF_SET_ATIME_NOW, &attr->st_atim,
+			      &cur.st_atim);
+		smb_pick_time(&a.tv[1], to_set, FF_SET_MTIME, FF_SET_MTIME_NOW, &attr->st_mtim,
+			      &cur.st_mtim);
 		rc = smb_run(loc, false, smb_utimes_fn, &a);
 		if (rc)
 			goto out;
@@ -1697,7 +1696,7 @@ static int smb_rename_open(struct smb_loc *loc, struct smb_path_arg *a, int rc,
 		o.flags = smb_reopen_flags(fh->flags);
 		if (o.url && smb_run(loc, true, smb_open_fn, &o) != 0)
 			g_warning("%s: a file open across a rename could not be opened again",
-				loc->display);
+				  loc->display);
 		g_free((char *)o.url);
 	}
 out_unlock:

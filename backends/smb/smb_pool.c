@@ -235,7 +235,7 @@ static gpointer smb_global_init(gpointer unused)
 	smb_threaded = smb_threads_install();
 	if (!smb_threaded)
 		g_warning("libsmbclient thread hooks not found (libsamba-util.so.0); SMB requests "
-			"will run one at a time");
+			  "will run one at a time");
 
 	g_mutex_lock(&smb_global_lock);
 	smb_anchor = smbc_new_context();
@@ -491,12 +491,12 @@ static void smb_auth_failed(struct smb_pool *pool)
 		return;
 	if (loc->guest)
 		g_message("%s: guest access refused by the server; no new attempt for %d s",
-			loc->display, (int)(SMB_AUTH_HOLDOFF_US / G_USEC_PER_SEC));
+			  loc->display, (int)(SMB_AUTH_HOLDOFF_US / G_USEC_PER_SEC));
 	else
 		g_message("%s: access denied for user '%s%s%s' (wrong user name or password, or no "
-			"access to the share); no new logon for %d s",
-			loc->display, loc->domain ? loc->domain : "", loc->domain ? "\\" : "",
-			loc->user, (int)(SMB_AUTH_HOLDOFF_US / G_USEC_PER_SEC));
+			  "access to the share); no new logon for %d s",
+			  loc->display, loc->domain ? loc->domain : "", loc->domain ? "\\" : "",
+			  loc->user, (int)(SMB_AUTH_HOLDOFF_US / G_USEC_PER_SEC));
 }
 
 int smb_pool_get(struct smb_pool *pool, bool for_open, struct smb_conn **out)

@@ -184,8 +184,8 @@ static gpointer hammer(gpointer data)
 	bool created;
 
 	for (int i = 0; i < ROUNDS; i++) {
-		struct ff_inode *in = ff_itab_intern(itab, NULL, 1, 1, 1 + i % 50, NODE(1), S_IFREG,
-						     &created);
+		struct ff_inode *in =
+			ff_itab_intern(itab, NULL, 1, 1, 1 + i % 50, NODE(1), S_IFREG, &created);
 
 		ff_itab_forget(itab, in->ino, 1);
 	}
