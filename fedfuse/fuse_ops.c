@@ -1108,16 +1108,16 @@ static void ff_statfs(fuse_req_t req, fuse_ino_t ino)
 /* Junction values are the namespace's business, not its users'. */
 static bool xattr_hidden(const char *name)
 {
-	return g_str_has_prefix(name, "user.fedfuse.") || g_str_has_prefix(name, "trusted."
-										 "junction.");
+	return g_str_has_prefix(name, "user.fedfuse.") ||
+	       g_str_has_prefix(name, "trusted.junction.");
 }
 
 /* The kernel reads these for its permission checks: "no ACL" is ENODATA, where any other error
  * would fail the check. */
 static bool xattr_is_acl(const char *name)
 {
-	return strcmp(name, "system.posix_acl_access") == 0 || strcmp(name, "system.posix_acl_"
-									    "default") == 0;
+	return strcmp(name, "system.posix_acl_access") == 0 ||
+	       strcmp(name, "system.posix_acl_default") == 0;
 }
 
 static int xattr_begin(fuse_req_t req, fuse_ino_t ino, bool write, struct op *op)

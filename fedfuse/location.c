@@ -439,13 +439,14 @@ void ff_mounts_describe_stats(struct ff_mounts *mounts, GString *out)
 
 			if (!calls)
 				continue;
-			gint64 errors = __atomic_load_n(&m->stats[op].errors, __ATOMIC_RELAXED);
-			gint64 usec = __atomic_load_n(&m->stats[op].usec, __ATOMIC_RELAXED);
-
-			g_string_append_printf(out, "  %-9s calls=%" G_GINT64_FORMAT, op_names[op],
-					       calls);
-			g_string_append_printf(out, " errors=%" G_GINT64_FORMAT " avg_us=%.1f\n",
-					       errors, (double)usec / calls);
+			g_string_append_printf(
+				out,
+				"  %-9s calls=%" G_GINT64_FORMAT " errors=%" G_GINT64_FORMAT
+				" avg_us=%.1f\n",
+				op_names[op], calls,
+				__atomic_load_n(&m->stats[op].errors, __ATOMIC_RELAXED),
+				(double)__atomic_load_n(&m->stats[op].usec, __ATOMIC_RELAXED) /
+					calls);
 		}
 	}
 	g_mutex_unlock(&mounts->lock);

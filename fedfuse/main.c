@@ -323,8 +323,8 @@ int main(int argc, char *argv[])
 		goto out_args;
 	}
 	if (!s.opts.namespace_file) {
-		fprintf(stderr, "fedfuse: no namespace file given (--namespace FILE; see "
-				"--help)\n");
+		fprintf(stderr,
+			"fedfuse: no namespace file given (--namespace FILE; see --help)\n");
 		goto out_args;
 	}
 	if (!cmd.mountpoint) {

@@ -1594,16 +1594,15 @@ bool ff_location_list_parse(const char *value, size_t len, guint max, GPtrArray 
 			}
 			if (!strchr("sntr\\;", c)) {
 				if (g_ascii_isgraph(c))
-					err = g_strdup_printf("invalid escape sequence '\\%c' in "
-							      "the "
-							      "location list",
-							      c);
+					err = g_strdup_printf(
+						"invalid escape sequence '\\%c' in the "
+						"location list",
+						c);
 				else
-					err = g_strdup_printf("invalid escape sequence (a "
-							      "backslash "
-							      "before byte 0x%02x) in the location "
-							      "list",
-							      (unsigned int)(unsigned char)c);
+					err = g_strdup_printf(
+						"invalid escape sequence (a backslash "
+						"before byte 0x%02x) in the location list",
+						(unsigned int)(unsigned char)c);
 				goto out_fail;
 			}
 			switch (c) {

@@ -88,39 +88,39 @@ static const struct ff_location *loc_at(const struct ff_referral *r, guint i)
 
 /* ---- a valid file ------------------------------------------------------------------------- */
 
-static const char full_conf[] = "# A namespace with every key.\n"			     /* 1 */
-				"[namespace]\n"						     /* 2 */
-				"junction-cache-ttl = 60\n"				     /* 3 */
-				"attr-timeout=0.5\n"					     /* 4 */
-				"timeout=30\n"						     /* 5 */
-				"\n"							     /* 6 */
-				"[/projects/alpha]\n"					     /* 7 */
-				"  # replicas in order of preference\n"			     /* 8 */
-				"locations=nfs://filer1.example.org/export/alpha?version=4;" /* 9 */
-				"smb://filer2.example.org/alpha\n"
-				"\n"	       /* 10 */
-				"[/home]   \n" /* 11 */
-				"locations = file:///srv/home ; "
-				"nfs://[::1]:2050/export/home?version=3&mountport=20048"
-				" ; smb://nas.example.org:4445/home/users;\n"	      /* 12 */
-				"read-only=true\n"				      /* 13 */
-				"timeout=5\n"					      /* 14 */
-				"attr-timeout=0\n"				      /* 15 */
-				"credentials=@D@/good.cred\n"			      /* 16 */
-				"on-unreachable=skip\n"				      /* 17 */
-				"uid=root\n"					      /* 18 */
-				"gid=1234\n"					      /* 19 */
-				"file-mode=0600\n"				      /* 20 */
-				"dir-mode=700\n"				      /* 21 */
-				"\n"						      /* 22 */
-				"[/]\n"						      /* 23 */
-				"locations=file://localhost/srv/root\n"		      /* 24 */
-				"\n"						      /* 25 */
-				"[/projects/alpha/beta]\n"			      /* 26 */
-				"locations=smb://filer2.example.org/beta/sub%20dir\n" /* 27 */
-				"\n"						      /* 28 */
-				"[/corp/x/y]\n"					      /* 29 */
-				"locations=file:///srv/y\n";			      /* 30 */
+static const char full_conf[] =
+	"# A namespace with every key.\n"			     /* 1 */
+	"[namespace]\n"						     /* 2 */
+	"junction-cache-ttl = 60\n"				     /* 3 */
+	"attr-timeout=0.5\n"					     /* 4 */
+	"timeout=30\n"						     /* 5 */
+	"\n"							     /* 6 */
+	"[/projects/alpha]\n"					     /* 7 */
+	"  # replicas in order of preference\n"			     /* 8 */
+	"locations=nfs://filer1.example.org/export/alpha?version=4;" /* 9 */
+	"smb://filer2.example.org/alpha\n"
+	"\n"	       /* 10 */
+	"[/home]   \n" /* 11 */
+	"locations = file:///srv/home ; nfs://[::1]:2050/export/home?version=3&mountport=20048"
+	" ; smb://nas.example.org:4445/home/users;\n"	      /* 12 */
+	"read-only=true\n"				      /* 13 */
+	"timeout=5\n"					      /* 14 */
+	"attr-timeout=0\n"				      /* 15 */
+	"credentials=@D@/good.cred\n"			      /* 16 */
+	"on-unreachable=skip\n"				      /* 17 */
+	"uid=root\n"					      /* 18 */
+	"gid=1234\n"					      /* 19 */
+	"file-mode=0600\n"				      /* 20 */
+	"dir-mode=700\n"				      /* 21 */
+	"\n"						      /* 22 */
+	"[/]\n"						      /* 23 */
+	"locations=file://localhost/srv/root\n"		      /* 24 */
+	"\n"						      /* 25 */
+	"[/projects/alpha/beta]\n"			      /* 26 */
+	"locations=smb://filer2.example.org/beta/sub%20dir\n" /* 27 */
+	"\n"						      /* 28 */
+	"[/corp/x/y]\n"					      /* 29 */
+	"locations=file:///srv/y\n";			      /* 30 */
 
 /* A check callback that sees the options already filled in, and counts its calls. */
 static int check_count(const struct ff_location_spec *spec, void *data, char **msg)
@@ -351,8 +351,7 @@ static void test_describe(void)
 		"/home referral locations=file:///srv/home;"
 		"nfs://[::1]:2050/export/home?version=3&mountport=20048;"
 		"smb://nas.example.org:4445/home/users read-only=true timeout=5 attr-timeout=0 "
-		"watch=true on-unreachable=skip credentials=@D@/good.cred uid=0 gid=1234 "
-		"file-mode=0600 "
+		"watch=true on-unreachable=skip credentials=@D@/good.cred uid=0 gid=1234 file-mode=0600 "
 		"dir-mode=0700\n"
 		"/projects virtual\n"
 		"/projects/alpha referral "
@@ -842,10 +841,9 @@ static void test_error_credentials_owner(void)
 	path = write_conf("other.cred", "username=x\n");
 	g_assert_cmpint(chmod(path, 0600), ==, 0);
 	g_assert_cmpint(chown(path, 1, 1), ==, 0);
-	expect_load_error("[/a]\n" LOC "credentials=@D@/other.cred\n", "3: credentials file "
-								       "@D@/other.cred is owned by "
-								       "uid 1, not by uid 0 "
-								       "which runs fedfuse");
+	expect_load_error("[/a]\n" LOC "credentials=@D@/other.cred\n",
+			  "3: credentials file @D@/other.cred is owned by uid 1, not by uid 0 "
+			  "which runs fedfuse");
 	g_free(path);
 }
 
