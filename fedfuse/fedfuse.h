@@ -15,7 +15,7 @@
 #include "fedfuse/inode.h"
 #include "fedfuse/jcache.h"
 #include "fedfuse/lock.h"
-#include "fedfuse/location.h"
+#include "fedfuse/mount.h"
 #include "fedfuse/namespace.h"
 
 struct ff_options {

@@ -17,14 +17,14 @@
 #define FEDFUSE_GATEWAY_H
 
 #include "backends/backend.h"
-#include "fedfuse/location.h"
+#include "fedfuse/mount.h"
 
 /* Fill the operations `ops` leaves NULL with the defaults; NULL when it lacks one the core
  * cannot do without (its name in *missing). */
 const struct ff_backend_ops *ff_gw_complete_ops(const struct ff_backend_ops *ops,
 						const char **missing);
 
-/* ---- locations (not accounted: location.c records their outcome) ---------------------------- */
+/* ---- locations (not accounted: mount.c records their outcome) ---------------------------- */
 int ff_gw_check(const struct ff_backend *be, const struct ff_location_spec *spec, char **msg);
 int ff_gw_mount(struct ff_mount *m, const struct ff_notify *notify, void **ctx, char **msg);
 void ff_gw_unmount(struct ff_mount *m);

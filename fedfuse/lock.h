@@ -23,7 +23,7 @@
 #include <glib.h>
 
 #include "fedfuse/inode.h"
-#include "fedfuse/location.h"
+#include "fedfuse/mount.h"
 
 struct ff_locks;
 

@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "fedfuse/location.h"
+#include "fedfuse/mount.h"
 #include "fedfuse/notify.h"
 
 static struct {

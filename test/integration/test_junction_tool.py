@@ -14,7 +14,7 @@ import pytest
 
 from conftest import BUILDDIR
 
-TOOL = os.path.join(BUILDDIR, "fedfuse", "fedfuse-junction")
+TOOL = os.path.join(BUILDDIR, "tools", "fedfuse-junction")
 FEDFUSE_XATTR = "user.fedfuse.locations"
 FEDFS_XATTR = "trusted.junction.nfs"
 FEDFS_MODE_XATTR = "trusted.junction.mode"

@@ -29,7 +29,7 @@ from servers_util import (PrivateServers, drop_caches, drop_caches_and_settle, l
                           location_xattr, port_listens, read_stats, total_calls)
 from util import expect_errno, mkdirs, namespace_text, read_file, wait_until, write_file
 
-TOOL = os.path.join(BUILDDIR, "fedfuse", "fedfuse-junction")
+TOOL = os.path.join(BUILDDIR, "tools", "fedfuse-junction")
 IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="trusted.* xattrs (FedFS) need root")
 

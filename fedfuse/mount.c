@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * location.c - connecting locations lazily, tracking whether each is reachable, and counting
+ * mount.c - mounts: connecting locations lazily, tracking whether each is reachable, and counting
  * what is done to it.
  */
 #include <errno.h>
@@ -9,7 +9,7 @@
 
 #include "fedfuse/gateway.h"
 #include "fedfuse/inode.h"
-#include "fedfuse/location.h"
+#include "fedfuse/mount.h"
 #include "fedfuse/log.h"
 #include "fedfuse/notify.h"
 #include "fedfuse/plugins.h"

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * location.h - live locations ("mounts"): one backend context per distinct location, connected
+ * mount.h - live locations ("mounts"): one backend context per distinct location, connected
  * on first use, with its state (up, down since when, last error) and per-operation statistics.
  * A mount outlives namespace reloads that keep its location, so open files keep working.
  */
-#ifndef FEDFUSE_LOCATION_H
-#define FEDFUSE_LOCATION_H
+#ifndef FEDFUSE_MOUNT_H
+#define FEDFUSE_MOUNT_H
 
 #include <glib.h>
 #include <stdbool.h>
@@ -118,4 +118,4 @@ void ff_mounts_describe_locations(struct ff_mounts *mounts, const struct ff_name
 				  GString *out);
 void ff_mounts_describe_stats(struct ff_mounts *mounts, GString *out);
 
-#endif /* FEDFUSE_LOCATION_H */
+#endif /* FEDFUSE_MOUNT_H */

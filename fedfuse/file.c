@@ -1,0 +1,411 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * file.c - open files, from open to the last release: close-to-open consistency, data in and
+ * out through the gateway (or spliced from a backend's descriptor), locks handed to lock.c.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "fedfuse/control.h"
+#include "fedfuse/dir.h"
+#include "fedfuse/file.h"
+#include "fedfuse/gateway.h"
+#include "fedfuse/hidden.h"
+#include "fedfuse/log.h"
+#include "fedfuse/notify.h"
+
+/* ---- files -------------------------------------------------------------------------------- */
+
+static bool same_version(struct ff_inode *inode, const struct stat *st)
+{
+	return inode->cache_valid && inode->cache_size == st->st_size &&
+	       inode->cache_mtime_sec == st->st_mtim.tv_sec &&
+	       inode->cache_mtime_nsec == st->st_mtim.tv_nsec;
+}
+
+static void remember_version(struct ff_inode *inode, const struct stat *st)
+{
+	g_mutex_lock(&inode->lock);
+	inode->cache_valid = true;
+	inode->cache_size = st->st_size;
+	inode->cache_mtime_sec = st->st_mtim.tv_sec;
+	inode->cache_mtime_nsec = (int32_t)st->st_mtim.tv_nsec;
+	g_mutex_unlock(&inode->lock);
+}
+
+static struct ff_file *file_new(struct ff_request *op, void *fh)
+{
+	struct ff_file *f = g_new0(struct ff_file, 1);
+
+	f->mnt = op->t.mnt;
+	f->inode = op->inode;
+	f->fh = fh;
+	f->fd = ff_gw_handle_fd(f->mnt, fh);
+	f->flock_fd = -1;
+	g_atomic_int_inc(&f->mnt->open_files);
+	g_mutex_lock(&op->inode->lock);
+	op->inode->opencount++;
+	g_mutex_unlock(&op->inode->lock);
+	ff_handle_track(op->s, f, false);
+	return f;
+}
+
+static void open_control(fuse_req_t req, struct ff_request *op, struct fuse_file_info *fi)
+{
+	struct ff_file *f = g_new0(struct ff_file, 1);
+
+	f->inode = op->inode;
+	f->fd = -1;
+	f->flock_fd = -1;
+	f->text = ff_control_read(op->s, op->inode->ino, &f->len);
+	ff_handle_track(op->s, f, false);
+	fi->fh = (uintptr_t)f;
+	fi->direct_io = 1;
+	fuse_reply_open(req, fi);
+}
+
+void ff_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	int flags = fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY);
+	bool write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+	struct ff_file *f;
+	struct stat st;
+	struct ff_request op;
+	void *fh;
+	int rc;
+
+	rc = ff_req_begin(req, ino, write, &op);
+	if (rc == 0 && ff_control_is_control(ino)) {
+		open_control(req, &op, fi);
+		ff_req_end(&op);
+		return;
+	}
+	if (rc == 0 && !op.t.mnt)
+		rc = -EISDIR;
+	if (rc == 0)
+		rc = ff_gw_open(op.t.mnt, &op.h.cred, op.t.bnode, flags, &fh);
+	if (rc < 0) {
+		ff_reply_err(req, rc);
+		ff_req_end(&op);
+		return;
+	}
+	f = file_new(&op, fh);
+	/* Close-to-open consistency: keep the kernel's cached pages only if the file has not
+	 * changed since they were read. */
+	if (!(flags & O_TRUNC) && ff_gw_getattr(op.t.mnt, &op.h.cred, op.t.bnode, fh, &st) == 0) {
+		g_mutex_lock(&op.inode->lock);
+		fi->keep_cache = same_version(op.inode, &st);
+		g_mutex_unlock(&op.inode->lock);
+		remember_version(op.inode, &st);
+	}
+	/* O_TRUNC by a caller without CAP_FSETID clears setid bits, as a truncate does; the
+	 * kernel may hold the old mode (ff_inode_note_mode). */
+	if ((flags & O_TRUNC) && op.h.cred.uid != 0 &&
+	    __atomic_load_n(&op.inode->setid, __ATOMIC_RELAXED)) {
+		if (ff_gw_getattr(op.t.mnt, &op.h.cred, op.t.bnode, fh, &st) == 0 &&
+		    ff_req_drop_setid(&op, fh, &st) < 0)
+			ff_log_once(LOG_WARNING, op.t.mnt->loc.spec.uri, 60,
+				    "cannot clear setid bits after a truncating open on %s",
+				    op.t.mnt->loc.spec.uri);
+		ff_notify_after_write(op.inode);
+	}
+	if (flags & O_DIRECT)
+		fi->direct_io = 1;
+	fi->fh = (uintptr_t)f;
+	if (fuse_reply_open(req, fi) == -ENOENT) /* the opener was interrupted */
+		ff_file_release(op.s, f);
+	ff_req_end(&op);
+}
+
+void ff_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	       struct fuse_file_info *fi)
+{
+	struct fuse_entry_param e;
+	ff_node *node = NULL;
+	struct ff_file *f;
+	struct stat st;
+	struct ff_request op;
+	void *fh;
+	int rc;
+
+	rc = ff_req_begin(req, parent, true, &op);
+	if (rc == 0)
+		rc = ff_gw_create(op.t.mnt, &op.h.cred, op.t.bnode, name, ff_create_mode(&op, mode),
+				  fi->flags & ~O_NOCTTY, &node, &st, &fh);
+	if (rc < 0) {
+		ff_reply_err(req, rc);
+		ff_req_end(&op);
+		return;
+	}
+	ff_resolve_entry(op.s, op.t.mnt, node, &st, &e);
+	op.inode = ff_itab_get(op.s->itab, e.ino);
+	f = file_new(&op, fh);
+	remember_version(op.inode, &st);
+	if (fi->flags & O_DIRECT)
+		fi->direct_io = 1;
+	fi->fh = (uintptr_t)f;
+	fuse_reply_create(req, &e, fi);
+	ff_req_end(&op);
+}
+
+/* A per-thread buffer for backends that cannot splice, freed when the thread ends. */
+struct io_buf {
+	size_t cap;
+	char data[];
+};
+
+static GPrivate io_buf_key = G_PRIVATE_INIT(g_free);
+
+static char *io_buffer(size_t size)
+{
+	struct io_buf *b = g_private_get(&io_buf_key);
+
+	if (!b || size > b->cap) {
+		size_t cap = MAX(size, (size_t)FF_MAX_IO);
+
+		b = g_malloc(sizeof(*b) + cap);
+		b->cap = cap;
+		g_private_replace(&io_buf_key, b);
+	}
+	return b->data;
+}
+
+void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct ff_file *f = ff_file_of(fi);
+	gint64 start = g_get_monotonic_time();
+	ssize_t n;
+
+	if (!f->mnt) { /* a control file */
+		size_t from = MIN((size_t)off, f->len), len = MIN(size, f->len - from);
+		char *buf = io_buffer(len);
+
+		/* From the thread's buffer: once the kernel has the reply, the reader may close the
+		 * file and another thread free its text, while this one's writev returns. */
+		memcpy(buf, f->text + from, len);
+		fuse_reply_buf(req, buf, len);
+		return;
+	}
+	if (ff_file_usable(f) < 0) {
+		fuse_reply_err(req, EIO);
+		return;
+	}
+	if (f->fd >= 0) {
+		struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+
+		buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+		buf.buf[0].fd = f->fd;
+		buf.buf[0].pos = off;
+		ff_mount_account(f->mnt, FF_OP_READ, 0, start);
+		fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+		return;
+	}
+	n = ff_gw_read(f->mnt, f->fh, io_buffer(size), size, off);
+	if (n < 0)
+		ff_reply_err(req, (int)n);
+	else
+		fuse_reply_buf(req, io_buffer(size), n);
+}
+
+void ff_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
+		  struct fuse_file_info *fi)
+{
+	struct ff_file *f = ff_file_of(fi);
+	size_t size = fuse_buf_size(in);
+	struct ff_cred_hold h;
+	const void *data;
+	ssize_t n;
+
+	if (!f->mnt) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	f->wrote = true;
+	if (in->count == 1 && !(in->buf[0].flags & FUSE_BUF_IS_FD)) {
+		data = (const char *)in->buf[0].mem + in->off;
+	} else {
+		struct fuse_bufvec mem = FUSE_BUFVEC_INIT(size);
+
+		mem.buf[0].mem = io_buffer(size);
+		n = fuse_buf_copy(&mem, in, 0);
+		if (n < 0) {
+			ff_reply_err(req, (int)n);
+			return;
+		}
+		size = n;
+		data = mem.buf[0].mem;
+	}
+	/* As the writer: whether setid bits survive depends on who writes (backend.h). */
+	ff_cred_get(req, &h);
+	n = ff_gw_write(f->mnt, &h.cred, f->fh, data, size, off);
+	if (n > 0 && h.cred.uid != 0)
+		ff_notify_after_write(f->inode);
+	ff_cred_put(&h);
+	if (n < 0)
+		ff_reply_err(req, (int)n);
+	else
+		fuse_reply_write(req, n);
+}
+
+void ff_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct ff_file *f = ff_file_of(fi);
+	int rc = 0;
+	/* close(2): the closing process's record locks on the file are gone (POSIX) */
+	ff_locks_owner_closed(ff_req_state(req)->locks, ino, fi->lock_owner);
+
+	if (f->mnt)
+		rc = ff_gw_flush(f->mnt, f->fh);
+	ff_reply_err(req, rc);
+}
+
+void ff_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct ff_file *f = ff_file_of(fi);
+	int rc = 0;
+
+	if (f->mnt)
+		rc = ff_gw_fsync(f->mnt, f->fh, datasync);
+	ff_reply_err(req, rc);
+}
+
+void ff_file_release(struct ff_state *s, struct ff_file *f)
+{
+	struct ff_cred_hold h;
+	struct stat st;
+	int rc;
+
+	ff_handle_untrack(s, f);
+	ff_locks_file_closed(s->locks, f->inode->ino, &f->flock_fd);
+	if (!f->mnt)
+		goto out_free;
+	ff_cred_self(&h);
+	/* Our own writes changed mtime: remember the new version, so the next open keeps the
+	 * pages this one wrote. */
+	if (f->wrote && ff_gw_getattr(f->mnt, &h.cred, f->inode->bnode, f->fh, &st) == 0)
+		remember_version(f->inode, &st);
+	ff_cred_put(&h);
+	rc = ff_gw_release(f->mnt, f->fh);
+	if (rc < 0)
+		ff_log_once(LOG_WARNING, f->mnt->loc.spec.uri, 60, "close on %s failed: %s",
+			    f->mnt->loc.spec.uri, g_strerror(-rc));
+	g_atomic_int_dec_and_test(&f->mnt->open_files);
+	g_mutex_lock(&f->inode->lock);
+	f->inode->opencount--;
+	g_mutex_unlock(&f->inode->lock);
+	ff_remove_hidden(s, f->inode);
+out_free:
+	g_free(f->text);
+	g_free(f);
+}
+
+void ff_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	ff_file_release(ff_req_state(req), ff_file_of(fi));
+	fuse_reply_err(req, 0);
+}
+
+void ff_release_all(struct ff_state *s)
+{
+	GHashTableIter it;
+	gpointer handle, is_dir;
+
+	for (;;) {
+		g_mutex_lock(&s->handles_lock);
+		g_hash_table_iter_init(&it, s->handles);
+		if (!g_hash_table_iter_next(&it, &handle, &is_dir)) {
+			g_mutex_unlock(&s->handles_lock);
+			return;
+		}
+		g_hash_table_iter_remove(&it);
+		g_mutex_unlock(&s->handles_lock);
+		if (is_dir)
+			ff_dir_release(s, handle);
+		else
+			ff_file_release(s, handle);
+	}
+}
+
+/* ---- locks (lock.h) ------------------------------------------------------------------------ */
+
+void ff_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock)
+{
+	struct ff_file *f = ff_file_of(fi);
+
+	ff_locks_getlk(ff_req_state(req)->locks, req, f->inode, f->mnt, fi->lock_owner, lock);
+}
+
+void ff_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
+	      int sleep)
+{
+	struct ff_file *f = ff_file_of(fi);
+
+	ff_locks_setlk(ff_req_state(req)->locks, req, f->inode, f->mnt, fi->lock_owner, lock,
+		       sleep);
+}
+
+void ff_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
+{
+	struct ff_file *f = ff_file_of(fi);
+
+	ff_locks_flock(ff_req_state(req)->locks, req, f->inode, f->mnt, &f->flock_fd, op);
+}
+
+void ff_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+		  struct fuse_file_info *fi)
+{
+	struct ff_file *f = ff_file_of(fi);
+	struct ff_cred_hold h;
+	int rc = -EOPNOTSUPP;
+
+	if (f->mnt && f->mnt->loc.spec.read_only) {
+		rc = -EROFS;
+	} else if (f->mnt) {
+		ff_cred_get(req, &h);
+		rc = ff_gw_fallocate(f->mnt, &h.cred, f->fh, mode, off, len);
+		if (rc == 0 && h.cred.uid != 0)
+			ff_notify_after_write(f->inode);
+		ff_cred_put(&h);
+	}
+	ff_reply_err(req, rc);
+}
+
+void ff_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
+{
+	struct ff_file *f = ff_file_of(fi);
+	off_t res;
+
+	if (!f->mnt) {
+		fuse_reply_err(req, ENOSYS); /* the kernel then handles SEEK_DATA/HOLE itself */
+		return;
+	}
+	res = ff_gw_lseek(f->mnt, f->fh, off, whence);
+	if (res < 0)
+		ff_reply_err(req, (int)res);
+	else
+		fuse_reply_lseek(req, res);
+}
+
+void ff_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			struct fuse_file_info *fi_out, size_t len, int flags)
+{
+	struct ff_file *in = ff_file_of(fi_in), *out = ff_file_of(fi_out);
+	struct ff_cred_hold h;
+	ssize_t n;
+
+	if (!in->mnt || in->mnt != out->mnt) {
+		fuse_reply_err(req, EXDEV); /* the kernel falls back to read and write */
+		return;
+	}
+	out->wrote = true;
+	ff_cred_get(req, &h);
+	n = ff_gw_copy_file_range(in->mnt, &h.cred, in->fh, off_in, out->fh, off_out, len, flags);
+	if (n > 0 && h.cred.uid != 0)
+		ff_notify_after_write(out->inode);
+	ff_cred_put(&h);
+	if (n < 0)
+		ff_reply_err(req, (int)n);
+	else
+		fuse_reply_write(req, n);
+}

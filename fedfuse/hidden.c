@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hidden.c - open files whose last name goes away on a path-named backend (hidden.h).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "fedfuse/gateway.h"
+#include "fedfuse/hidden.h"
+#include "fedfuse/log.h"
+
+/*
+ * Before `name` in directory `dir` goes away (unlink, or rename over it): on a backend that
+ * names objects by path, a file still open through this mount would become unreachable, so it
+ * is renamed to a hidden name instead and removed at its last close (what NFS clients do).
+ * Returns 1 when the name is gone that way, 0 when nothing was needed, or -errno.
+ */
+int ff_hide_if_open(struct ff_request *op, struct ff_inode *dir, struct ff_target *dt,
+		    const char *name)
+{
+	static gint counter;
+	struct ff_mount *m = dt->mnt;
+	struct ff_inode *victim;
+	g_autofree char *hidden = NULL;
+	ff_node *node;
+	struct stat st;
+	bool open;
+	int rc;
+
+	if (!(m->be->caps & FF_CAP_PATH_NODES) || g_atomic_int_get(&m->open_files) == 0)
+		return 0;
+	if (ff_gw_lookup(m, &op->h.cred, dt->bnode, name, &node, &st) < 0)
+		return 0; /* the operation itself will say what is wrong */
+	victim = ff_itab_find(op->s->itab, m->index, st.st_dev, st.st_ino);
+	open = false;
+	if (victim && !S_ISDIR(st.st_mode) && st.st_nlink == 1) { /* its last name */
+		g_mutex_lock(&victim->lock);
+		open = victim->opencount > 0 && !(victim->gone && victim->gone->hidden_name);
+		g_mutex_unlock(&victim->lock);
+	}
+	/* The open inode may know the object by another, removed, name: make it follow this
+	 * one, which the rename below moves to the hidden name. */
+	if (open && victim->bnode != node)
+		ff_gw_relink(m, victim->bnode, node);
+	ff_gw_forget(m, node);
+	if (!open)
+		return 0;
+	hidden = g_strdup_printf(".fedfuse_hidden%016" PRIx64 "%08x", victim->ino,
+				 (unsigned)g_atomic_int_add(&counter, 1));
+	rc = ff_gw_rename(m, &op->h.cred, dt->bnode, name, dt->bnode, hidden, 0);
+	if (rc < 0)
+		return rc;
+	ff_itab_ref(op->s->itab, dir); /* keeps the directory until the hidden name is removed */
+	g_mutex_lock(&victim->lock);
+	ff_inode_gone(victim)->hidden_parent = dir;
+	victim->gone->hidden_name = g_steal_pointer(&hidden);
+	g_mutex_unlock(&victim->lock);
+	ff_remove_hidden(op->s, victim); /* closed meanwhile: its release found no hidden name */
+	return 1;
+}
+
+/* The last close of a file that was unlinked while open on a path-named backend. */
+void ff_remove_hidden(struct ff_state *s, struct ff_inode *inode)
+{
+	struct ff_inode *dir;
+	struct ff_cred_hold h;
+	struct ff_target t;
+	char *name;
+	int rc;
+
+	g_mutex_lock(&inode->lock);
+	dir = inode->opencount == 0 && inode->gone ? inode->gone->hidden_parent : NULL;
+	name = dir ? g_steal_pointer(&inode->gone->hidden_name) : NULL;
+	if (dir)
+		inode->gone->hidden_parent = NULL;
+	g_mutex_unlock(&inode->lock);
+	if (!dir)
+		return;
+	ff_cred_self(&h);
+	rc = ff_target_get(s, &h.cred, dir, &t);
+	if (rc == 0) {
+		rc = ff_gw_unlink(t.mnt, &h.cred, t.bnode, name);
+		ff_target_put(s, &t);
+	}
+	if (rc < 0)
+		ff_log_once(LOG_WARNING, name, 60, "cannot remove %s (unlinked while open): %s",
+			    name, g_strerror(-rc));
+	ff_cred_put(&h);
+	ff_itab_forget(s->itab, dir->ino, 1);
+	g_free(name);
+}
