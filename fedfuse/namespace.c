@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * namespace.c - the namespace file (DESIGN §3) as an immutable tree of virtual directories and
- * referrals, and the strict location URI parser that junctions (untrusted) share. GKeyFile decodes
- * values; our own line scanner finds lines and duplicates, which GKeyFile neither reports nor sees.
+ * referrals. GKeyFile decodes values; our own line scanner finds lines and duplicates, which
+ * GKeyFile neither reports nor sees. Location URIs are location.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,20 +16,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fedfuse/location.h"
 #include "fedfuse/namespace.h"
+#include "fedfuse/namespace_tree.h"
 #include "fedfuse/readfile.h"
 
 #define NS_FILE_MAX (1 << 20)	 /* bytes; a bigger namespace file is a mistake (or /dev/zero) */
-#define NS_NAME_MAX 255		 /* bytes in one path component, as NAME_MAX */
 #define NS_PATH_MAX 4095	 /* bytes in a namespace path */
 #define NS_SECONDS_MAX 1000000.0 /* keeps seconds * 1000 far inside an int for the backends */
-#define HOST_MAX 253		 /* bytes in a DNS name */
 
 #define DEFAULT_JUNCTION_CACHE_TTL 300.0
 #define DEFAULT_ATTR_TIMEOUT 1.0
-#define DEFAULT_TIMEOUT 15.0
-#define DEFAULT_FILE_MODE 0644
-#define DEFAULT_DIR_MODE 0755
 
 /* ---- scanner: where each group and key is ------------------------------------------------- */
 
@@ -90,32 +87,6 @@ static bool fail(struct loader *ld, int code, int line, const char *fmt, ...)
 	return false;
 }
 
-static bool has_control_char(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-			return true;
-	return false;
-}
-
-/* `s` as it may appear in a message, which must be printable UTF-8: lines of a namespace file
- * and URIs from junctions may carry anything into a terminal or a log. Control characters are
- * escaped, and so is every byte >= 0x80 when `s` is not valid UTF-8. */
-static char *shown(const char *s)
-{
-	bool utf8 = g_utf8_validate(s, -1, NULL);
-	char high[129];
-
-	if (utf8 && !has_control_char(s, strlen(s)))
-		return g_strdup(s);
-	if (!utf8)
-		return g_strescape(s, NULL);
-	for (int i = 0; i < 128; i++)
-		high[i] = (char)(0x80 + i);
-	high[128] = '\0';
-	return g_strescape(s, high);
-}
-
 static void scan_key_clear(gpointer p)
 {
 	struct scan_key *k = p;
@@ -135,7 +106,7 @@ static void scan_group_free(gpointer p)
 static bool syntax_error(struct loader *ld, int line, const char *s, size_t n)
 {
 	char *text = g_strndup(s, n);
-	char *show = shown(text);
+	char *show = ff_shown(text);
 
 	fail(ld, G_KEY_FILE_ERROR_PARSE, line,
 	     "syntax error: '%s' is not a [group], a key=value or a # comment", show);
@@ -162,8 +133,8 @@ static bool scan_group_line(struct loader *ld, const char *s, size_t n, int line
 		g_free(name);
 		return fail(ld, G_KEY_FILE_ERROR_PARSE, line, "empty group name []");
 	}
-	if (strchr(name, '[') || has_control_char(name, strlen(name))) {
-		show = shown(name);
+	if (strchr(name, '[') || ff_has_control_char(name, strlen(name))) {
+		show = ff_shown(name);
 		fail(ld, G_KEY_FILE_ERROR_PARSE, line, "invalid group name '[%s]'", show);
 		g_free(show);
 		g_free(name);
@@ -194,7 +165,7 @@ static bool scan_key_line(struct loader *ld, const char *s, const char *eq, int 
 	k.name = g_strndup(s, end - s);
 	k.line = line;
 	if (ld->groups->len == 0) {
-		show = shown(k.name);
+		show = ff_shown(k.name);
 		fail(ld, G_KEY_FILE_ERROR_PARSE, line,
 		     "key '%s' outside any group (the file must start with a [group])", show);
 		g_free(show);
@@ -251,31 +222,6 @@ static bool scan_text(struct loader *ld, const char *text, size_t len)
 
 /* ---- pass 2: names of groups and keys ----------------------------------------------------- */
 
-static bool is_component(const char *c, size_t n, const char *word)
-{
-	return n == strlen(word) && memcmp(c, word, n) == 0;
-}
-
-/* Whether absolute `path` (of `len` bytes) has no ".", ".." or empty component and no trailing
- * '/', "/" excepted. */
-static bool path_is_normalised(const char *path, size_t len)
-{
-	const char *p = path, *end = path + len;
-
-	if (len == 1)
-		return true;
-	while (p < end) {
-		const char *c = p + 1;
-		const char *slash = memchr(c, '/', end - c);
-		size_t n = (slash ? slash : end) - c;
-
-		if (n == 0 || is_component(c, n, ".") || is_component(c, n, ".."))
-			return false;
-		p = c + n;
-	}
-	return true;
-}
-
 /* NULL when `path` may name a referral, else what is wrong with it. */
 static const char *ns_path_problem(const char *path)
 {
@@ -284,7 +230,7 @@ static const char *ns_path_problem(const char *path)
 
 	if (path[0] != '/')
 		return "is not absolute";
-	if (!path_is_normalised(path, len))
+	if (!ff_path_is_normalised(path, len))
 		return "is not normalised";
 	if (len > NS_PATH_MAX)
 		return "is longer than 4095 bytes";
@@ -319,7 +265,7 @@ static bool check_group_keys(struct loader *ld, const struct scan_group *g,
 		const struct scan_key *first = g_hash_table_lookup(seen, k->name);
 
 		if (!key_known(known, k->name)) {
-			char *show = shown(k->name);
+			char *show = ff_shown(k->name);
 
 			fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
 			     "unknown key '%s' in [%s]", show, g->name);
@@ -452,7 +398,7 @@ static char *get_value(struct loader *ld, const struct scan_group *g, const stru
 	if (raw && escapes_ok(raw, false))
 		v = g_key_file_get_string(ld->kf, g->name, k->name, NULL);
 	if (!v) {
-		show = shown(raw ? raw : "");
+		show = ff_shown(raw ? raw : "");
 		fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
 		     "%s: invalid escape sequence in '%s'", k->name, show);
 		g_free(show);
@@ -461,7 +407,7 @@ static char *get_value(struct loader *ld, const struct scan_group *g, const stru
 	}
 	g_free(raw);
 	g_strstrip(v);
-	if (has_control_char(v, strlen(v))) {
+	if (ff_has_control_char(v, strlen(v))) {
 		fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
 		     "%s: value contains a control character", k->name);
 		g_free(v);
@@ -642,19 +588,13 @@ static bool check_credentials(struct loader *ld, const struct scan_key *k, const
 	return true;
 }
 
-static void location_free(gpointer p)
-{
-	ff_location_clear(p);
-	g_free(p);
-}
-
 /* locations=: a GKeyFile list (';'-separated, "\;" for a ';' inside an entry, one trailing ';'
  * tolerated), each entry a location URI; white space around entries is ignored. */
 static bool parse_locations(struct loader *ld, const struct scan_group *g, const struct scan_key *k,
 			    GPtrArray *locs)
 {
 	char *raw = g_key_file_get_value(ld->kf, g->name, k->name, NULL);
-	char *show = shown(raw ? raw : "");
+	char *show = ff_shown(raw ? raw : "");
 	gsize n = 0;
 	char **list = NULL;
 	char *msg = NULL;
@@ -833,12 +773,13 @@ static void referral_free(gpointer p)
 static bool load_referral(struct loader *ld, const struct scan_group *g)
 {
 	struct ff_referral *r = g_new0(struct ff_referral, 1);
-	struct spec_opts opts = { .file_mode = DEFAULT_FILE_MODE, .dir_mode = DEFAULT_DIR_MODE };
+	struct spec_opts opts = { .file_mode = FF_DEFAULT_FILE_MODE,
+				  .dir_mode = FF_DEFAULT_DIR_MODE };
 	bool has_locations = false;
 
 	r->path = g_strdup(g->name);
 	r->line = g->line;
-	r->locations = g_ptr_array_new_with_free_func(location_free);
+	r->locations = g_ptr_array_new_with_free_func(ff_location_free);
 	r->timeout = ld->ns->timeout;
 	r->attr_timeout = ld->ns->attr_timeout;
 	r->watch = ld->ns->watch;
@@ -939,79 +880,6 @@ static bool load_values(struct loader *ld)
 	return true;
 }
 
-/* ---- the tree ------------------------------------------------------------------------------ */
-
-static struct ff_ns_node *node_add(struct ff_namespace *ns, struct ff_ns_node *parent,
-				   const char *name)
-{
-	struct ff_ns_node *node = g_new0(struct ff_ns_node, 1);
-
-	node->name = g_strdup(name);
-	if (!parent)
-		node->path = g_strdup("/");
-	else if (!parent->parent)
-		node->path = g_strconcat("/", name, NULL);
-	else
-		node->path = g_strconcat(parent->path, "/", name, NULL);
-	node->parent = parent;
-	node->children = g_hash_table_new(g_str_hash, g_str_equal);
-	node->child_list = g_ptr_array_new();
-	g_ptr_array_add(ns->nodes, node);
-	node->id = ns->nodes->len;
-	if (parent) {
-		g_hash_table_insert(parent->children, node->name, node);
-		g_ptr_array_add(parent->child_list, node);
-	}
-	return node;
-}
-
-static void node_free(gpointer p)
-{
-	struct ff_ns_node *node = p;
-
-	g_free(node->name);
-	g_free(node->path);
-	g_hash_table_unref(node->children);
-	g_ptr_array_unref(node->child_list);
-	g_free(node);
-}
-
-static gint node_cmp(gconstpointer a, gconstpointer b)
-{
-	const struct ff_ns_node *x = *(struct ff_ns_node *const *)a;
-	const struct ff_ns_node *y = *(struct ff_ns_node *const *)b;
-
-	return strcmp(x->name, y->name);
-}
-
-/* Make a node for every referral and every ancestor of one (virtual directories). */
-static void build_tree(struct ff_namespace *ns)
-{
-	for (guint i = 0; i < ns->referrals->len; i++) {
-		struct ff_referral *r = g_ptr_array_index(ns->referrals, i);
-		struct ff_ns_node *node = ns->root;
-		char **names;
-
-		if (strcmp(r->path, "/") == 0) {
-			node->referral = r;
-			continue;
-		}
-		names = g_strsplit(r->path + 1, "/", -1);
-		for (char **name = names; *name; name++) {
-			struct ff_ns_node *child = g_hash_table_lookup(node->children, *name);
-
-			node = child ? child : node_add(ns, node, *name);
-		}
-		node->referral = r;
-		g_strfreev(names);
-	}
-	for (guint i = 0; i < ns->nodes->len; i++) {
-		struct ff_ns_node *node = g_ptr_array_index(ns->nodes, i);
-
-		g_ptr_array_sort(node->child_list, node_cmp);
-	}
-}
-
 static struct ff_namespace *namespace_new(const char *file)
 {
 	struct ff_namespace *ns = g_new0(struct ff_namespace, 1);
@@ -1020,11 +888,11 @@ static struct ff_namespace *namespace_new(const char *file)
 	ns->file = g_strdup(file);
 	ns->junction_cache_ttl = DEFAULT_JUNCTION_CACHE_TTL;
 	ns->attr_timeout = DEFAULT_ATTR_TIMEOUT;
-	ns->timeout = DEFAULT_TIMEOUT;
+	ns->timeout = FF_DEFAULT_TIMEOUT;
 	ns->watch = true;
 	ns->referrals = g_ptr_array_new_with_free_func(referral_free);
-	ns->nodes = g_ptr_array_new_with_free_func(node_free);
-	ns->root = node_add(ns, NULL, "");
+	ns->nodes = g_ptr_array_new_with_free_func(ff_ns_node_free);
+	ns->root = ff_ns_node_add(ns, NULL, "");
 	return ns;
 }
 
@@ -1066,7 +934,7 @@ struct ff_namespace *ff_namespace_load(const char *file, ff_location_check_fn ch
 		ff_namespace_unref(ld.ns);
 		goto out_free_kf;
 	}
-	build_tree(ld.ns);
+	ff_namespace_build_tree(ld.ns);
 	ns = ld.ns;
 out_free_kf:
 	g_key_file_free(ld.kf);
@@ -1074,584 +942,4 @@ out_free_groups:
 	g_ptr_array_unref(ld.groups);
 	g_free(text);
 	return ns;
-}
-
-struct ff_namespace *ff_namespace_ref(struct ff_namespace *ns)
-{
-	if (ns)
-		g_atomic_int_inc(&ns->refcount);
-	return ns;
-}
-
-void ff_namespace_unref(struct ff_namespace *ns)
-{
-	if (!ns || !g_atomic_int_dec_and_test(&ns->refcount))
-		return;
-	g_ptr_array_unref(ns->nodes);
-	g_ptr_array_unref(ns->referrals);
-	g_free(ns->file);
-	g_free(ns);
-}
-
-const struct ff_ns_node *ff_ns_node_child(const struct ff_ns_node *node, const char *name)
-{
-	if (!node || !name)
-		return NULL;
-	return g_hash_table_lookup(node->children, name);
-}
-
-/* Walk `path` from the root as far as the tree goes. Returns the deepest node reached and sets
- * *end to the unconsumed part of `path`. `visit` sees every node passed, with the rest after it. */
-static const struct ff_ns_node *walk(const struct ff_namespace *ns, const char *path,
-				     const char **end,
-				     void (*visit)(const struct ff_ns_node *, const char *, void *),
-				     void *data)
-{
-	const struct ff_ns_node *node = ns->root;
-	const char *p = path + 1;
-	char name[NS_NAME_MAX + 1];
-
-	if (visit)
-		visit(node, p, data);
-	while (*p != '\0') {
-		size_t n = strcspn(p, "/");
-		const struct ff_ns_node *child;
-
-		if (n == 0 || n > NS_NAME_MAX)
-			break;
-		memcpy(name, p, n);
-		name[n] = '\0';
-		child = g_hash_table_lookup(node->children, name);
-		if (!child)
-			break;
-		node = child;
-		p += n;
-		if (*p == '/')
-			p++;
-		if (visit)
-			visit(node, p, data);
-	}
-	*end = p;
-	return node;
-}
-
-const struct ff_ns_node *ff_namespace_find(const struct ff_namespace *ns, const char *path)
-{
-	const struct ff_ns_node *node;
-	const char *end;
-
-	if (!ns || !path || path[0] != '/')
-		return NULL;
-	node = walk(ns, path, &end, NULL, NULL);
-	/* a trailing '/' was skipped by walk(): "/a/" is not a normalised name of "/a" */
-	if (*end != '\0' || (end > path + 1 && end[-1] == '/'))
-		return NULL;
-	return node;
-}
-
-struct resolve_state {
-	const struct ff_referral *referral;
-	const char *rest;
-};
-
-static void resolve_visit(const struct ff_ns_node *node, const char *rest, void *data)
-{
-	struct resolve_state *st = data;
-
-	if (node->referral) {
-		st->referral = node->referral;
-		st->rest = rest;
-	}
-}
-
-const struct ff_referral *ff_namespace_resolve(const struct ff_namespace *ns, const char *path,
-					       const char **rest)
-{
-	struct resolve_state st = { NULL, NULL };
-	const char *end;
-
-	if (!ns || !path || path[0] != '/')
-		return NULL;
-	walk(ns, path, &end, resolve_visit, &st);
-	if (st.referral && rest)
-		*rest = st.rest;
-	return st.referral;
-}
-
-/* ---- describe ----------------------------------------------------------------------------- */
-
-/* Seconds in the shortest form that reads back the same. */
-static void append_seconds(GString *out, const char *key, double d)
-{
-	char buf[G_ASCII_DTOSTR_BUF_SIZE];
-
-	g_ascii_formatd(buf, sizeof(buf), "%.15g", d);
-	if (g_ascii_strtod(buf, NULL) != d)
-		g_ascii_formatd(buf, sizeof(buf), "%.17g", d);
-	g_string_append_printf(out, "%s=%s", key, buf);
-}
-
-static void describe_node(GString *out, const struct ff_ns_node *node)
-{
-	const struct ff_referral *r = node->referral;
-
-	g_string_append(out, node->path);
-	if (!r) {
-		g_string_append(out, " virtual\n");
-	} else {
-		const struct ff_location_spec *spec =
-			&((const struct ff_location *)g_ptr_array_index(r->locations, 0))->spec;
-
-		g_string_append(out, " referral locations=");
-		for (guint i = 0; i < r->locations->len; i++) {
-			const struct ff_location *loc = g_ptr_array_index(r->locations, i);
-
-			if (i > 0)
-				g_string_append_c(out, ';');
-			/* as the file would write it: a ';' inside a URI is "\;" */
-			for (const char *c = loc->spec.uri; *c; c++) {
-				if (*c == ';')
-					g_string_append_c(out, '\\');
-				g_string_append_c(out, *c);
-			}
-		}
-		g_string_append_printf(out, " read-only=%s ", r->read_only ? "true" : "false");
-		append_seconds(out, "timeout", r->timeout);
-		g_string_append_c(out, ' ');
-		append_seconds(out, "attr-timeout", r->attr_timeout);
-		g_string_append_printf(out, " watch=%s on-unreachable=%s",
-				       r->watch ? "true" : "false",
-				       r->on_unreachable == FF_UNREACHABLE_SKIP ? "skip" : "error");
-		if (r->credentials)
-			g_string_append_printf(out, " credentials=%s", r->credentials);
-		if (spec->uid_set)
-			g_string_append_printf(out, " uid=%u", (unsigned int)spec->uid);
-		if (spec->gid_set)
-			g_string_append_printf(out, " gid=%u", (unsigned int)spec->gid);
-		g_string_append_printf(out, " file-mode=%04o dir-mode=%04o\n",
-				       (unsigned int)spec->file_mode, (unsigned int)spec->dir_mode);
-	}
-	for (guint i = 0; i < node->child_list->len; i++)
-		describe_node(out, g_ptr_array_index(node->child_list, i));
-}
-
-char *ff_namespace_describe(const struct ff_namespace *ns)
-{
-	GString *out = g_string_new(NULL);
-
-	g_string_append_printf(out, "file=%s\n", ns->file);
-	append_seconds(out, "junction-cache-ttl", ns->junction_cache_ttl);
-	g_string_append_c(out, '\n');
-	append_seconds(out, "attr-timeout", ns->attr_timeout);
-	g_string_append_c(out, '\n');
-	append_seconds(out, "timeout", ns->timeout);
-	g_string_append_printf(out, "\nwatch=%s\n", ns->watch ? "true" : "false");
-	describe_node(out, ns->root);
-	return g_string_free(out, FALSE);
-}
-
-/* ---- location URIs ------------------------------------------------------------------------ */
-
-/* Characters RFC 3986 allows in a URI; anything else must be %-encoded. */
-static bool uri_char_ok(char c)
-{
-	return c != '\0' && (g_ascii_isalnum(c) || strchr("-._~:/?#[]@!$&'()*+,;=%", c));
-}
-
-/* The authority of "scheme://authority/...": sets *start and returns its length, or -1 when
- * `uri` has no scheme followed by "//". */
-static ssize_t authority_span(const char *uri, const char **start)
-{
-	size_t n = 0;
-
-	if (!g_ascii_isalpha(uri[0]))
-		return -1;
-	while (g_ascii_isalnum(uri[n]) || uri[n] == '+' || uri[n] == '-' || uri[n] == '.')
-		n++;
-	if (strncmp(uri + n, "://", 3) != 0)
-		return -1;
-	*start = uri + n + 3;
-	return (ssize_t)strcspn(*start, "/?#");
-}
-
-/* A host name we will hand to a library: an IP literal (GUri removed the brackets) or a DNS or
- * NetBIOS name of letters, digits, '-', '_' and '.'. */
-static bool host_ok(const char *host)
-{
-	size_t len = strlen(host);
-
-	if (strchr(host, ':'))
-		return g_hostname_is_ip_address(host);
-	if (len == 0 || len > HOST_MAX)
-		return false;
-	for (const char *c = host; *c; c++)
-		if (!g_ascii_isalnum(*c) && *c != '-' && *c != '_' && *c != '.')
-			return false;
-	return true;
-}
-
-/* `uri` as messages quote it, with no password and no raw control character. A password can
- * only sit in a "user:password@" run, wherever a malformed URI puts it, so every segment (between
- * '/', '?' and '#') that has an '@' and either a ':' before it or "//" before the segment is
- * shown as "***" up to its last '@'. */
-static char *uri_shown(const char *uri)
-{
-	GString *out = g_string_new(NULL);
-	const char *p = uri;
-	char *escaped;
-
-	for (;;) {
-		size_t n = strcspn(p, "/?#");
-		const char *at = memrchr(p, '@', n);
-		bool after_slashes = p - uri >= 2 && p[-1] == '/' && p[-2] == '/';
-
-		if (at && (after_slashes || memchr(p, ':', at - p))) {
-			g_string_append(out, "***");
-			g_string_append_len(out, at, p + n - at);
-		} else {
-			g_string_append_len(out, p, n);
-		}
-		if (p[n] == '\0')
-			break;
-		g_string_append_c(out, p[n]);
-		p += n + 1;
-	}
-	escaped = shown(out->str);
-	g_string_free(out, TRUE);
-	return escaped;
-}
-
-static char *uri_split_message(const char *uri, const GError *gerr)
-{
-	switch (gerr->code) {
-	case G_URI_ERROR_BAD_HOST:
-		return g_strdup_printf("bad host in '%s'", uri);
-	case G_URI_ERROR_BAD_PORT:
-		return g_strdup_printf("bad port in '%s' (expected 1 to 65535)", uri);
-	case G_URI_ERROR_BAD_PATH:
-		return g_strdup_printf("bad %%-encoding in the path of '%s'", uri);
-	case G_URI_ERROR_BAD_QUERY:
-		return g_strdup_printf("bad %%-encoding in the query of '%s'", uri);
-	case G_URI_ERROR_BAD_FRAGMENT:
-		return g_strdup_printf("fragment not allowed in '%s'", uri);
-	default:
-		return g_strdup_printf("'%s' is not a location URI "
-				       "(file:///PATH, nfs://HOST/PATH or smb://HOST/SHARE)",
-				       uri);
-	}
-}
-
-bool ff_location_parse(const char *uri, struct ff_location *loc, char **msg)
-{
-	char *scheme = NULL, *userinfo = NULL, *host = NULL, *path = NULL, *query = NULL;
-	char *fragment = NULL, *decoded = NULL, *err = NULL, *show = NULL;
-	const char *canon, *auth, *data;
-	GBytes *bytes = NULL;
-	GError *gerr = NULL;
-	int port = -1;
-	ssize_t auth_len;
-	size_t len, size;
-
-	memset(loc, 0, sizeof(*loc));
-	if (!uri || uri[0] == '\0') {
-		err = g_strdup("empty location URI");
-		goto out_fail;
-	}
-	len = strnlen(uri, FF_LOCATION_URI_MAX + 1);
-	if (len > FF_LOCATION_URI_MAX) {
-		err = g_strdup_printf("location URI longer than %d bytes", FF_LOCATION_URI_MAX);
-		goto out_fail;
-	}
-	/* messages quote `show`: never a password, never a raw control character */
-	show = uri_shown(uri);
-	auth_len = authority_span(uri, &auth);
-	if (auth_len > 0 && memchr(auth, '@', auth_len)) {
-		err = g_strdup_printf("user name or password in '%s'; use credentials= instead",
-				      show);
-		goto out_fail;
-	}
-	for (size_t i = 0; i < len; i++) {
-		if (!uri_char_ok(uri[i])) {
-			err = g_strdup_printf("'%s' has a character not allowed in a URI "
-					      "at byte %zu (%%-encode it)",
-					      show, i + 1);
-			goto out_fail;
-		}
-	}
-	/* g_uri_split, not g_uri_parse: the latter silently removes "." and ".." segments,
-	 * which we must refuse instead. ENCODED keeps the path and query as written. */
-	if (!g_uri_split(uri, G_URI_FLAGS_ENCODED | G_URI_FLAGS_NON_DNS, &scheme, &userinfo, &host,
-			 &port, &path, &query, &fragment, &gerr)) {
-		err = uri_split_message(show, gerr);
-		g_error_free(gerr);
-		goto out_fail;
-	}
-	if (!scheme) { /* g_uri_split takes relative references too */
-		err = g_strdup_printf("'%s' is not a location URI "
-				      "(file:///PATH, nfs://HOST/PATH or smb://HOST/SHARE)",
-				      show);
-		goto out_fail;
-	} else if (g_ascii_strcasecmp(scheme, "file") == 0) {
-		canon = "file";
-	} else if (g_ascii_strcasecmp(scheme, "nfs") == 0) {
-		canon = "nfs";
-	} else if (g_ascii_strcasecmp(scheme, "smb") == 0) {
-		canon = "smb";
-	} else {
-		err = g_strdup_printf("unknown scheme '%s' in '%s'", scheme, show);
-		goto out_fail;
-	}
-	if (userinfo) { /* needs an authority, whose '@' was refused above: kept for safety */
-		err = g_strdup("user name or password in a location URI; use credentials= instead");
-		goto out_fail;
-	}
-	if (fragment) {
-		err = g_strdup_printf("fragment not allowed in '%s'", show);
-		goto out_fail;
-	}
-	if (strcmp(canon, "file") == 0) {
-		if (host && host[0] != '\0' && g_ascii_strcasecmp(host, "localhost") != 0) {
-			char *h = shown(host); /* GUri decoded it: anything goes */
-
-			err = g_strdup_printf("file URI '%s' names host '%s'; only localhost or an "
-					      "empty host is allowed",
-					      show, h);
-			g_free(h);
-			goto out_fail;
-		}
-		g_clear_pointer(&host, g_free);
-		if (port != -1) {
-			err = g_strdup_printf("port not allowed in file URI '%s'", show);
-			goto out_fail;
-		}
-	} else {
-		if (!host || host[0] == '\0') {
-			err = g_strdup_printf("no host in '%s'", show);
-			goto out_fail;
-		}
-		if (!host_ok(host)) {
-			err = g_strdup_printf("bad host in '%s'", show);
-			goto out_fail;
-		}
-		if (port == 0) {
-			err = g_strdup_printf("bad port in '%s' (expected 1 to 65535)", show);
-			goto out_fail;
-		}
-	}
-	if (query && strcmp(canon, "file") == 0) {
-		err = g_strdup_printf("query not allowed in '%s'", show);
-		goto out_fail;
-	}
-	if (query && query[0] == '\0')
-		g_clear_pointer(&query, g_free);
-
-	bytes = g_uri_unescape_bytes(path, -1, NULL, NULL);
-	if (!bytes) {
-		err = g_strdup_printf("bad %%-encoding in the path of '%s'", show);
-		goto out_fail;
-	}
-	data = g_bytes_get_data(bytes, &size);
-	if (size > 0 && memchr(data, '\0', size)) {
-		err = g_strdup_printf("path of '%s' contains %%00", show);
-		goto out_fail;
-	}
-	if (has_control_char(data, size)) {
-		err = g_strdup_printf("path of '%s' contains a control character", show);
-		goto out_fail;
-	}
-	decoded = g_strndup(data, size);
-	if (strcmp(canon, "nfs") == 0 && size == 0) {
-		err = g_strdup_printf("no export path in '%s'", show);
-		goto out_fail;
-	}
-	if (strcmp(canon, "smb") == 0 && size <= 1) {
-		err = g_strdup_printf("no share in '%s' (expected smb://HOST/SHARE[/PATH])", show);
-		goto out_fail;
-	}
-	if (decoded[0] != '/') {
-		err = g_strdup_printf("path of '%s' is not absolute", show);
-		goto out_fail;
-	}
-	if (!path_is_normalised(decoded, size)) {
-		char *p = shown(decoded); /* may be any bytes but control characters */
-
-		err = g_strdup_printf("path '%s' in '%s' is not normalised", p, show);
-		g_free(p);
-		goto out_fail;
-	}
-
-	loc->spec.uri = g_strdup(uri);
-	loc->spec.scheme = g_strdup(canon);
-	loc->spec.host = g_steal_pointer(&host);
-	loc->spec.port = port > 0 ? port : 0;
-	loc->spec.path = g_steal_pointer(&decoded);
-	loc->spec.query = g_steal_pointer(&query);
-	loc->spec.timeout = DEFAULT_TIMEOUT;
-	loc->spec.file_mode = DEFAULT_FILE_MODE;
-	loc->spec.dir_mode = DEFAULT_DIR_MODE;
-	g_bytes_unref(bytes);
-	g_free(scheme);
-	g_free(path);
-	g_free(show);
-	return true;
-
-out_fail:
-	if (bytes)
-		g_bytes_unref(bytes);
-	g_free(decoded);
-	g_free(scheme);
-	g_free(userinfo);
-	g_free(host);
-	g_free(path);
-	g_free(query);
-	g_free(fragment);
-	g_free(show);
-	if (msg)
-		*msg = err;
-	else
-		g_free(err);
-	return false;
-}
-
-void ff_location_clear(struct ff_location *loc)
-{
-	if (!loc)
-		return;
-	g_free((char *)loc->spec.uri);
-	g_free((char *)loc->spec.scheme);
-	g_free((char *)loc->spec.host);
-	g_free((char *)loc->spec.path);
-	g_free((char *)loc->spec.query);
-	memset(loc, 0, sizeof(*loc));
-}
-
-/* ---- location lists (junctions) ----------------------------------------------------------- */
-
-/* One entry of a location list: strip it, parse it, refuse a repeat. */
-static bool list_entry(GPtrArray *locs, GString *entry, guint index, guint max, char **err)
-{
-	char *uri = g_strstrip(entry->str);
-	struct ff_location *loc;
-	char *show;
-
-	if (uri[0] == '\0') {
-		*err = g_strdup_printf("empty entry (number %u) in the location list", index);
-		return false;
-	}
-	if (max > 0 && locs->len >= max) {
-		*err = g_strdup_printf("more than %u locations in the location list", max);
-		return false;
-	}
-	loc = g_new0(struct ff_location, 1);
-	if (!ff_location_parse(uri, loc, err)) {
-		g_free(loc);
-		return false;
-	}
-	for (guint j = 0; j < locs->len; j++) {
-		const struct ff_location *other = g_ptr_array_index(locs, j);
-
-		if (strcmp(other->spec.uri, loc->spec.uri) == 0) {
-			show = uri_shown(uri);
-			*err = g_strdup_printf("location '%s' is listed twice", show);
-			g_free(show);
-			location_free(loc);
-			return false;
-		}
-	}
-	g_ptr_array_add(locs, loc);
-	return true;
-}
-
-bool ff_location_list_parse(const char *value, size_t len, guint max, GPtrArray **out, char **msg)
-{
-	GPtrArray *locs = g_ptr_array_new_with_free_func(location_free);
-	GString *entry = g_string_new(NULL);
-	const char *p, *end;
-	guint index = 0;
-	char *err = NULL;
-
-	if (!value)
-		value = "";
-	p = value;
-	end = value + len;
-	if (len > 0 && memchr(value, '\0', len)) {
-		err = g_strdup("the location list contains a NUL byte");
-		goto out_fail;
-	}
-	while (p < end && g_ascii_isspace(*p))
-		p++;
-	while (end > p && g_ascii_isspace(end[-1]))
-		end--;
-	/* GKeyFile's rules: every ';' ends an entry, the text after the last ';' is one more entry
-	 * only when it is not empty (so one trailing ';' is allowed, two are an empty entry). */
-	for (;;) {
-		if (p < end && *p == '\\') {
-			char c = p + 1 < end ? p[1] : '\0';
-
-			if (c == '\0') {
-				err = g_strdup("the location list ends with a lone backslash");
-				goto out_fail;
-			}
-			if (!strchr("sntr\\;", c)) {
-				if (g_ascii_isgraph(c))
-					err = g_strdup_printf(
-						"invalid escape sequence '\\%c' in the "
-						"location list",
-						c);
-				else
-					err = g_strdup_printf(
-						"invalid escape sequence (a backslash "
-						"before byte 0x%02x) in the location list",
-						(unsigned int)(unsigned char)c);
-				goto out_fail;
-			}
-			switch (c) {
-			case 's':
-				c = ' ';
-				break;
-			case 'n':
-				c = '\n';
-				break;
-			case 't':
-				c = '\t';
-				break;
-			case 'r':
-				c = '\r';
-				break;
-			default: /* '\\' and ';' stand for themselves */
-				break;
-			}
-			g_string_append_c(entry, c);
-			p += 2;
-			continue;
-		}
-		if (p < end && *p != ';') {
-			g_string_append_c(entry, *p++);
-			continue;
-		}
-		if (p == end && entry->len == 0 && index > 0)
-			break; /* one trailing ';' */
-		if (p == end && entry->len == 0) {
-			err = g_strdup("no location given");
-			goto out_fail;
-		}
-		if (!list_entry(locs, entry, ++index, max, &err))
-			goto out_fail;
-		g_string_truncate(entry, 0);
-		if (p == end)
-			break;
-		p++; /* the ';' */
-	}
-	g_string_free(entry, TRUE);
-	*out = locs;
-	return true;
-
-out_fail:
-	g_string_free(entry, TRUE);
-	g_ptr_array_unref(locs);
-	if (msg)
-		*msg = err;
-	else
-		g_free(err);
-	return false;
 }

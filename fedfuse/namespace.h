@@ -11,14 +11,9 @@
 #include <stdbool.h>
 
 #include "backends/backend.h"
+#include "fedfuse/location.h"
 
 enum ff_unreachable { FF_UNREACHABLE_ERROR, FF_UNREACHABLE_SKIP };
-
-/* One location of a referral. `spec` strings point into this struct's own allocations. */
-struct ff_location {
-	struct ff_location_spec spec;
-	int line; /* line of the `locations` key */
-};
 
 struct ff_referral {
 	char *path;	      /* absolute namespace path, "/" possible */
@@ -83,26 +78,5 @@ const struct ff_referral *ff_namespace_resolve(const struct ff_namespace *ns, co
 
 /* Write the namespace in force as text (the /.fedfuse/namespace control file). */
 char *ff_namespace_describe(const struct ff_namespace *ns);
-
-/* Parse one location URI strictly into `loc`. Returns false with *msg set on error. Shared with
- * the junction parsers, which read the same URI lists. */
-/* Added: `loc` is overwritten (on failure it is left cleared). Only file, nfs and smb are
- * accepted; URIs longer than FF_LOCATION_URI_MAX bytes, with a user name or password, a fragment,
- * characters RFC 3986 does not allow, or a path (after %-decoding) that holds NUL or control
- * characters or is not absolute and normalised are refused. On success the spec's options hold
- * defaults (timeout 15 s, read-write, no credentials, uid/gid unset, modes 0644/0755) for the
- * caller to override, and loc->line is 0. */
-#define FF_LOCATION_URI_MAX 4096
-bool ff_location_parse(const char *uri, struct ff_location *loc, char **msg);
-void ff_location_clear(struct ff_location *loc);
-
-/* Parse a `locations=` value held in `len` bytes (not NUL-terminated; a NUL among them is an
- * error): a ';'-separated list as GKeyFile reads one (escapes \s \n \t \r \\ and \; decoded,
- * one trailing ';' tolerated), white space around each entry ignored, each entry a URI for
- * ff_location_parse(), none listed twice. `max` > 0 bounds the number of entries. On success
- * *out is a new array of struct ff_location * (g_ptr_array_unref frees them) with at least one
- * entry; on failure returns false, *out is left alone and *msg (if non-NULL) is set to a
- * g_malloc'd sentence naming the value at fault (printable UTF-8, never a password). */
-bool ff_location_list_parse(const char *value, size_t len, guint max, GPtrArray **out, char **msg);
 
 #endif /* FEDFUSE_NAMESPACE_H */
