@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * junction.c - the three junction formats of DESIGN §4 read into location lists and written
- * back: the fedfuse xattr (namespace.c's list syntax), nfsref's FedFS XML (read with GMarkup, so
- * no libxml2) and Samba's msdfs: symlinks. Every input is untrusted: bounded, checked, quoted.
+ * back: the fedfuse xattr (location.c's list syntax) and Samba's msdfs: symlinks here, nfsref's
+ * FedFS XML in junction_fedfs.c. Every input is untrusted: bounded, checked, quoted.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -12,13 +12,7 @@
 #include <sys/stat.h>
 
 #include "fedfuse/junction.h"
-
-#define QUOTE_MAX 80	  /* bytes of untrusted text quoted inside a message */
-#define COMPONENT_MAX 255 /* bytes in a path component, as NAME_MAX */
-#define HOST_MAX 253	  /* bytes in a DNS name */
-#define MODE_TEXT_MAX 32  /* bytes of trusted.junction.mode */
-#define XML_DEPTH_MAX 32  /* nesting of XML elements, ignored ones included */
-#define INT32_TEXT_MAX 11 /* digits worth reading before a number is surely out of range */
+#include "fedfuse/junction_util.h"
 
 /* ---- messages ------------------------------------------------------------------------------ */
 
@@ -69,19 +63,17 @@ static char *printable(const char *s, size_t len, size_t max)
 }
 
 /* Untrusted text quoted inside a message. */
-static char *quote(const char *s, size_t len)
+char *fj_quote(const char *s, size_t len)
 {
 	return printable(s, len, QUOTE_MAX);
 }
 
-static char *quote_str(const char *s)
+char *fj_quote_str(const char *s)
 {
 	return printable(s, strlen(s), QUOTE_MAX);
 }
 
-static char *errf(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
-
-static char *errf(const char *fmt, ...)
+char *fj_errf(const char *fmt, ...)
 {
 	va_list ap;
 	char *s;
@@ -94,7 +86,7 @@ static char *errf(const char *fmt, ...)
 
 /* The end of every failing public function: hand out `err` made safe and set errno last, after
  * everything that could touch it. Takes ownership of `err`. */
-static void *failed(int code, char *err, char **msg)
+void *fj_failed(int code, char *err, char **msg)
 {
 	if (msg)
 		*msg = printable(err, strlen(err), FF_JUNCTION_MSG_MAX);
@@ -133,7 +125,7 @@ const char *ff_junction_format_name(enum ff_junction_format format)
 	return "unknown";
 }
 
-static struct ff_junction *junction_new(enum ff_junction_format format)
+struct ff_junction *fj_new(enum ff_junction_format format)
 {
 	struct ff_junction *j = g_new0(struct ff_junction, 1);
 
@@ -144,18 +136,18 @@ static struct ff_junction *junction_new(enum ff_junction_format format)
 }
 
 /* Parse `uri` (which we built) and append it to `locs`; `what` names its source in messages. */
-static bool add_location(GPtrArray *locs, const char *uri, const char *what, char **err)
+bool fj_add_location(GPtrArray *locs, const char *uri, const char *what, char **err)
 {
 	struct ff_location *loc;
 	char *m = NULL;
 
 	if (locs->len >= FF_JUNCTION_LOCATIONS_MAX) {
-		*err = errf("more than %d locations", FF_JUNCTION_LOCATIONS_MAX);
+		*err = fj_errf("more than %d locations", FF_JUNCTION_LOCATIONS_MAX);
 		return false;
 	}
 	loc = g_new0(struct ff_location, 1);
 	if (!ff_location_parse(uri, loc, &m)) {
-		*err = errf("%s: %s", what, m);
+		*err = fj_errf("%s: %s", what, m);
 		g_free(m);
 		g_free(loc);
 		return false;
@@ -164,9 +156,9 @@ static bool add_location(GPtrArray *locs, const char *uri, const char *what, cha
 		const struct ff_location *other = g_ptr_array_index(locs, i);
 
 		if (strcmp(other->spec.uri, loc->spec.uri) == 0) {
-			char *q = quote_str(uri);
+			char *q = fj_quote_str(uri);
 
-			*err = errf("%s: location '%s' is listed twice", what, q);
+			*err = fj_errf("%s: location '%s' is listed twice", what, q);
 			g_free(q);
 			location_free(loc);
 			return false;
@@ -178,7 +170,7 @@ static bool add_location(GPtrArray *locs, const char *uri, const char *what, cha
 
 /* A server name that may stand in a URI's authority as it is: a DNS or NetBIOS name of letters,
  * digits, '-', '_' and '.', or an IP address (IPv6 without brackets or zone). */
-static bool host_name_ok(const char *host)
+bool fj_host_name_ok(const char *host)
 {
 	size_t len = strlen(host);
 
@@ -192,7 +184,7 @@ static bool host_name_ok(const char *host)
 	return true;
 }
 
-static void append_host(GString *uri, const char *host)
+void fj_append_host(GString *uri, const char *host)
 {
 	if (strchr(host, ':'))
 		g_string_append_printf(uri, "[%s]", host);
@@ -200,7 +192,7 @@ static void append_host(GString *uri, const char *host)
 		g_string_append(uri, host);
 }
 
-static void append_component(GString *uri, const char *comp)
+void fj_append_component(GString *uri, const char *comp)
 {
 	char *esc = g_uri_escape_string(comp, NULL, FALSE);
 
@@ -210,7 +202,7 @@ static void append_component(GString *uri, const char *comp)
 }
 
 /* NULL when `c` (`n` bytes) may be one path component, else what is wrong with it. */
-static const char *component_problem(const char *c, size_t n)
+const char *fj_component_problem(const char *c, size_t n)
 {
 	if (n == 0)
 		return "is empty";
@@ -226,7 +218,7 @@ static const char *component_problem(const char *c, size_t n)
 }
 
 /* Drop the one trailing NUL some writers store with a value. */
-static size_t without_nul(const char *s, size_t len)
+size_t fj_without_nul(const char *s, size_t len)
 {
 	return len > 0 && s[len - 1] == '\0' ? len - 1 : len;
 }
@@ -239,17 +231,17 @@ struct ff_junction *ff_junction_parse_fedfuse(const char *value, size_t len, cha
 	GPtrArray *locs = NULL;
 	char *m = NULL;
 
-	len = without_nul(value, len);
+	len = fj_without_nul(value, len);
 	if (len > FF_JUNCTION_VALUE_MAX)
-		return failed(EINVAL,
-			      errf("%s is %zu bytes, more than %d", FF_JUNCTION_XATTR_FEDFUSE, len,
-				   FF_JUNCTION_VALUE_MAX),
-			      msg);
+		return fj_failed(EINVAL,
+				 fj_errf("%s is %zu bytes, more than %d", FF_JUNCTION_XATTR_FEDFUSE,
+					 len, FF_JUNCTION_VALUE_MAX),
+				 msg);
 	if (!ff_location_list_parse(value, len, FF_JUNCTION_LOCATIONS_MAX, &locs, &m)) {
-		char *err = errf("%s: %s", FF_JUNCTION_XATTR_FEDFUSE, m);
+		char *err = fj_errf("%s: %s", FF_JUNCTION_XATTR_FEDFUSE, m);
 
 		g_free(m);
-		return failed(EINVAL, err, msg);
+		return fj_failed(EINVAL, err, msg);
 	}
 	j = g_new0(struct ff_junction, 1);
 	j->format = FF_JUNCTION_FEDFUSE;
@@ -290,14 +282,14 @@ bool ff_junction_is_msdfs(const char *target, size_t len)
 static char *msdfs_target_uri(const char *p, size_t n, guint index, char **err)
 {
 	const char *end = p + n, *c;
-	char *shown = quote(p, n);
+	char *shown = fj_quote(p, n);
 	GString *uri = g_string_new("smb://");
 	guint ncomp = 0;
 
 	while (p < end && (*p == '\\' || *p == '/'))
 		p++; /* Samba ignores leading separators ("\\server\share") */
 	if (p == end) {
-		*err = errf("msdfs target %u '%s' is empty", index, shown);
+		*err = fj_errf("msdfs target %u '%s' is empty", index, shown);
 		goto out_fail;
 	}
 	for (c = p;; c++) {
@@ -306,22 +298,22 @@ static char *msdfs_target_uri(const char *p, size_t n, guint index, char **err)
 
 		if (c < end && *c != '\\' && *c != '/')
 			continue;
-		problem = component_problem(p, c - p);
+		problem = fj_component_problem(p, c - p);
 		if (problem) {
-			*err = errf("msdfs target %u '%s': component %u %s", index, shown,
-				    ncomp + 1, problem);
+			*err = fj_errf("msdfs target %u '%s': component %u %s", index, shown,
+				       ncomp + 1, problem);
 			goto out_fail;
 		}
 		comp = g_strndup(p, c - p);
-		if (ncomp == 0 && !host_name_ok(comp)) {
-			*err = errf("msdfs target %u '%s': bad server name", index, shown);
+		if (ncomp == 0 && !fj_host_name_ok(comp)) {
+			*err = fj_errf("msdfs target %u '%s': bad server name", index, shown);
 			g_free(comp);
 			goto out_fail;
 		}
 		if (ncomp == 0)
-			append_host(uri, comp);
+			fj_append_host(uri, comp);
 		else
-			append_component(uri, comp);
+			fj_append_component(uri, comp);
 		g_free(comp);
 		ncomp++;
 		if (c == end)
@@ -329,8 +321,9 @@ static char *msdfs_target_uri(const char *p, size_t n, guint index, char **err)
 		p = c + 1;
 	}
 	if (ncomp < 2) {
-		*err = errf("msdfs target %u '%s' names no share (expected SERVER\\SHARE[\\PATH])",
-			    index, shown);
+		*err = fj_errf(
+			"msdfs target %u '%s' names no share (expected SERVER\\SHARE[\\PATH])",
+			index, shown);
 		goto out_fail;
 	}
 	g_free(shown);
@@ -350,34 +343,34 @@ struct ff_junction *ff_junction_parse_msdfs(const char *target, size_t len, char
 	guint count = 1, index = 0;
 	char *err = NULL;
 
-	len = without_nul(target, len);
+	len = fj_without_nul(target, len);
 	if (len > FF_JUNCTION_VALUE_MAX)
-		return failed(EINVAL,
-			      errf("msdfs link target is %zu bytes, more than %d", len,
-				   FF_JUNCTION_VALUE_MAX),
-			      msg);
+		return fj_failed(EINVAL,
+				 fj_errf("msdfs link target is %zu bytes, more than %d", len,
+					 FF_JUNCTION_VALUE_MAX),
+				 msg);
 	if (!ff_junction_is_msdfs(target, len)) {
-		char *q = quote(target ? target : "", target ? len : 0);
+		char *q = fj_quote(target ? target : "", target ? len : 0);
 
-		err = errf("link target '%s' does not start with '%s'", q,
-			   FF_JUNCTION_MSDFS_PREFIX);
+		err = fj_errf("link target '%s' does not start with '%s'", q,
+			      FF_JUNCTION_MSDFS_PREFIX);
 		g_free(q);
-		return failed(EINVAL, err, msg);
+		return fj_failed(EINVAL, err, msg);
 	}
 	if (memchr(target, '\0', len))
-		return failed(EINVAL, errf("msdfs link target holds a NUL byte"), msg);
+		return fj_failed(EINVAL, fj_errf("msdfs link target holds a NUL byte"), msg);
 	p = target + plen;
 	end = target + len;
 	if (p == end)
-		return failed(EINVAL, errf("msdfs link names no target"), msg);
+		return fj_failed(EINVAL, fj_errf("msdfs link names no target"), msg);
 	for (const char *c = p; c < end; c++)
 		count += *c == ',';
 	if (count > FF_JUNCTION_LOCATIONS_MAX)
-		return failed(EINVAL,
-			      errf("msdfs link has %u targets, more than %d", count,
-				   FF_JUNCTION_LOCATIONS_MAX),
-			      msg);
-	j = junction_new(FF_JUNCTION_MSDFS);
+		return fj_failed(EINVAL,
+				 fj_errf("msdfs link has %u targets, more than %d", count,
+					 FF_JUNCTION_LOCATIONS_MAX),
+				 msg);
+	j = fj_new(FF_JUNCTION_MSDFS);
 	while (p <= end) {
 		const char *comma = memchr(p, ',', end - p);
 		const char *stop = comma ? comma : end;
@@ -388,7 +381,7 @@ struct ff_junction *ff_junction_parse_msdfs(const char *target, size_t len, char
 		if (!uri)
 			goto out_fail;
 		what = g_strdup_printf("msdfs target %u", index);
-		ok = add_location(j->locations, uri, what, &err);
+		ok = fj_add_location(j->locations, uri, what, &err);
 		g_free(what);
 		g_free(uri);
 		if (!ok)
@@ -401,7 +394,7 @@ struct ff_junction *ff_junction_parse_msdfs(const char *target, size_t len, char
 
 out_fail:
 	ff_junction_free(j);
-	return failed(EINVAL, err, msg);
+	return fj_failed(EINVAL, err, msg);
 }
 
 char *ff_junction_format_msdfs(GPtrArray *locations, char **msg)
@@ -411,7 +404,7 @@ char *ff_junction_format_msdfs(GPtrArray *locations, char **msg)
 
 	g_return_val_if_fail(locations && locations->len > 0, NULL);
 	if (locations->len > FF_JUNCTION_LOCATIONS_MAX) {
-		err = errf("more than %d locations", FF_JUNCTION_LOCATIONS_MAX);
+		err = fj_errf("more than %d locations", FF_JUNCTION_LOCATIONS_MAX);
 		goto out_fail;
 	}
 	for (guint i = 0; i < locations->len; i++) {
@@ -419,16 +412,16 @@ char *ff_junction_format_msdfs(GPtrArray *locations, char **msg)
 			&((const struct ff_location *)g_ptr_array_index(locations, i))->spec;
 		const char *path = spec->path;
 
-		q = quote_str(spec->uri);
+		q = fj_quote_str(spec->uri);
 		if (strcmp(spec->scheme, "smb") != 0)
-			err = errf("'%s': msdfs junctions hold smb:// locations only", q);
+			err = fj_errf("'%s': msdfs junctions hold smb:// locations only", q);
 		else if (spec->port)
-			err = errf("'%s': msdfs junctions cannot hold a port", q);
+			err = fj_errf("'%s': msdfs junctions cannot hold a port", q);
 		else if (spec->query)
-			err = errf("'%s': msdfs junctions cannot hold options (?%s)", q,
-				   spec->query);
+			err = fj_errf("'%s': msdfs junctions cannot hold options (?%s)", q,
+				      spec->query);
 		else if (strpbrk(path, ",\\"))
-			err = errf("'%s': msdfs targets cannot hold a ',' or '\\'", q);
+			err = fj_errf("'%s': msdfs targets cannot hold a ',' or '\\'", q);
 		g_free(q);
 		if (err)
 			goto out_fail;
@@ -442,824 +435,5 @@ char *ff_junction_format_msdfs(GPtrArray *locations, char **msg)
 
 out_fail:
 	g_string_free(out, TRUE);
-	return failed(EINVAL, err, msg);
-}
-
-/* ---- FedFS: reading nfsref's XML ------------------------------------------------------------ */
-
-enum fx_elem {
-	FX_NONE, /* above the root */
-	FX_JUNCTION,
-	FX_SAVEDMODE,
-	FX_FILESET,
-	FX_LOCATION,
-	FX_NAME,
-	FX_HOST,
-	FX_PATH,
-	FX_COMPONENT,
-	FX_CURRENCY,
-	FX_GENFLAGS,
-	FX_TRANSFLAGS,
-	FX_CLASS,
-	FX_READ,
-	FX_WRITE,
-	FX_FLAGS,
-	FX_VALIDFOR,
-	FX_COUNT
-};
-
-static const char *const fx_names[FX_COUNT] = {
-	[FX_NONE] = "",
-	[FX_JUNCTION] = "junction",
-	[FX_SAVEDMODE] = "savedmode",
-	[FX_FILESET] = "fileset",
-	[FX_LOCATION] = "location",
-	[FX_NAME] = "name",
-	[FX_HOST] = "host",
-	[FX_PATH] = "path",
-	[FX_COMPONENT] = "component",
-	[FX_CURRENCY] = "currency",
-	[FX_GENFLAGS] = "genflags",
-	[FX_TRANSFLAGS] = "transflags",
-	[FX_CLASS] = "class",
-	[FX_READ] = "read",
-	[FX_WRITE] = "write",
-	[FX_FLAGS] = "flags",
-	[FX_VALIDFOR] = "validfor",
-};
-
-/* One <location>. */
-struct fx_location {
-	guint index; /* 1-based, in document order */
-	guint seen;  /* 1u << enum fx_elem of each child met */
-	char *host;
-	int port;	       /* 0 when not given */
-	GPtrArray *components; /* char * */
-	int rank, order;       /* <read>; 0 when not given */
-	gint64 validfor;       /* seconds, 0 when not given */
-};
-
-struct fx_parser {
-	enum fx_elem stack[XML_DEPTH_MAX];
-	int depth;
-	int skip;      /* > 0 while inside an ignored element: its depth */
-	GString *text; /* text of the current <component>, <currency> or <validfor> */
-	bool root_seen, savedmode_seen, fileset_seen, name_seen;
-	int savedmode;	      /* -1 when absent */
-	GPtrArray *locations; /* struct fx_location * */
-	struct fx_location *cur;
-	char *nsdb_uuid, *nsdb_name;
-	int nsdb_port;
-};
-
-static void fx_location_free(gpointer p)
-{
-	struct fx_location *l = p;
-
-	g_free(l->host);
-	g_ptr_array_unref(l->components);
-	g_free(l);
-}
-
-static gboolean fx_fail(GError **error, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
-
-/* Set a callback error (GMarkup prefixes the position). Returns FALSE. */
-static gboolean fx_fail(GError **error, const char *fmt, ...)
-{
-	va_list ap;
-	char *s;
-
-	va_start(ap, fmt);
-	s = g_strdup_vprintf(fmt, ap);
-	va_end(ap);
-	g_set_error_literal(error, G_MARKUP_ERROR, G_MARKUP_ERROR_INVALID_CONTENT, s);
-	g_free(s);
-	return FALSE;
-}
-
-static bool is_xml_space(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n' && s[i] != '\r')
-			return false;
-	return true;
-}
-
-/* A decimal integer (a '-' allowed when min < 0) within [min, max], nothing else. */
-static bool parse_int(const char *s, gint64 min, gint64 max, gint64 *out)
-{
-	const char *digits = s[0] == '-' && min < 0 ? s + 1 : s;
-	size_t n = strlen(digits);
-	gint64 v;
-
-	if (n == 0 || strspn(digits, "0123456789") != n)
-		return false;
-	digits += strspn(digits, "0");
-	if (strlen(digits) > INT32_TEXT_MAX)
-		return false;
-	v = g_ascii_strtoll(s, NULL, 10);
-	if (v < min || v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
-/* Octal permission bits, 0 to 07777, as nfsref's "%o" writes them. */
-static bool parse_octal_mode(const char *s, mode_t *out)
-{
-	size_t n = strlen(s);
-	const char *digits = s + strspn(s, "0");
-
-	if (n == 0 || strspn(s, "01234567") != n || strlen(digits) > 4)
-		return false;
-	*out = (mode_t)strtoul(s, NULL, 8);
-	return *out <= 07777;
-}
-
-/* The value of attribute `key`, or NULL; a second attribute of that name is an error. */
-static bool fx_attr(const char **names, const char **values, const char *key, const char **out,
-		    GError **error)
-{
-	*out = NULL;
-	for (int i = 0; names[i]; i++) {
-		if (strcmp(names[i], key) != 0)
-			continue;
-		if (*out)
-			return fx_fail(error, "attribute '%s' given twice", key);
-		*out = values[i];
-	}
-	return true;
-}
-
-/* Optional integer attributes of an element that we only check. */
-static bool fx_check_ints(const char *elem, const char **names, const char **values,
-			  const char *const *keys, gint64 min, gint64 max, GError **error)
-{
-	for (; *keys; keys++) {
-		const char *v;
-		gint64 n;
-
-		if (!fx_attr(names, values, *keys, &v, error))
-			return false;
-		if (v && !parse_int(v, min, max, &n)) {
-			char *q = quote_str(v);
-
-			fx_fail(error,
-				"<%s %s='%s'>: not a number from %" G_GINT64_FORMAT
-				" to %" G_GINT64_FORMAT,
-				elem, *keys, q, min, max);
-			g_free(q);
-			return false;
-		}
-	}
-	return true;
-}
-
-/* Optional true/false attributes of an element that we only check. */
-static bool fx_check_bools(const char *elem, const char **names, const char **values,
-			   const char *const *keys, GError **error)
-{
-	for (; *keys; keys++) {
-		const char *v;
-
-		if (!fx_attr(names, values, *keys, &v, error))
-			return false;
-		if (v && strcmp(v, "true") != 0 && strcmp(v, "false") != 0) {
-			char *q = quote_str(v);
-
-			fx_fail(error, "<%s %s='%s'>: not true or false", elem, *keys, q);
-			g_free(q);
-			return false;
-		}
-	}
-	return true;
-}
-
-static bool fx_port(const char *elem, const char *key, const char *v, int *port, GError **error)
-{
-	gint64 n;
-
-	if (!v)
-		return true;
-	if (!parse_int(v, 1, 65535, &n)) {
-		char *q = quote_str(v);
-
-		fx_fail(error, "<%s %s='%s'>: not a port from 1 to 65535", elem, key, q);
-		g_free(q);
-		return false;
-	}
-	*port = (int)n;
-	return true;
-}
-
-/* The attributes of a new element `e`. */
-static bool fx_attributes(struct fx_parser *px, enum fx_elem e, const char **names,
-			  const char **values, GError **error)
-{
-	static const char *const class_keys[] = { "simul",  "handle",  "fileid", "writever",
-						  "change", "readdir", NULL };
-	static const char *const rank_keys[] = { "rank", "order", NULL };
-	static const char *const genflags_keys[] = { "writable", "going", "split", NULL };
-	static const char *const rdma_keys[] = { "rdma", NULL };
-	static const char *const varsub_keys[] = { "varsub", NULL };
-	const char *v, *v2;
-	gint64 n;
-	mode_t mode;
-
-	switch (e) {
-	case FX_SAVEDMODE:
-		if (!fx_attr(names, values, "bits", &v, error))
-			return false;
-		if (!v)
-			return fx_fail(error, "<savedmode> has no bits attribute");
-		if (!parse_octal_mode(v, &mode)) {
-			char *q = quote_str(v);
-
-			fx_fail(error, "<savedmode bits='%s'>: not an octal mode from 0 to 7777",
-				q);
-			g_free(q);
-			return false;
-		}
-		px->savedmode = (int)mode;
-		return true;
-	case FX_HOST:
-		if (!fx_attr(names, values, "name", &v, error) ||
-		    !fx_attr(names, values, "port", &v2, error))
-			return false;
-		if (!v)
-			return fx_fail(error, "<host> has no name attribute");
-		if (!host_name_ok(v)) {
-			char *q = quote_str(v);
-
-			fx_fail(error, "<host name='%s'>: not a host name or IP address", q);
-			g_free(q);
-			return false;
-		}
-		px->cur->host = g_strdup(v);
-		return fx_port("host", "port", v2, &px->cur->port, error);
-	case FX_NAME:
-		if (!fx_attr(names, values, "fsnuuid", &v, error) ||
-		    !fx_attr(names, values, "nsdbname", &v2, error))
-			return false;
-		if (!v || !v2)
-			return fx_fail(error, "<name> needs fsnuuid and nsdbname attributes");
-		px->nsdb_uuid = g_strdup(v);
-		px->nsdb_name = g_strdup(v2);
-		if (!fx_attr(names, values, "nsdbport", &v, error))
-			return false;
-		return fx_port("name", "nsdbport", v, &px->nsdb_port, error);
-	case FX_READ:
-		if (!fx_check_ints("read", names, values, rank_keys, 0, 255, error))
-			return false;
-		fx_attr(names, values, "rank", &v, NULL);
-		if (v && parse_int(v, 0, 255, &n))
-			px->cur->rank = (int)n;
-		fx_attr(names, values, "order", &v, NULL);
-		if (v && parse_int(v, 0, 255, &n))
-			px->cur->order = (int)n;
-		return true;
-	case FX_WRITE:
-		return fx_check_ints("write", names, values, rank_keys, 0, 255, error);
-	case FX_CLASS:
-		return fx_check_ints("class", names, values, class_keys, 0, 255, error);
-	case FX_GENFLAGS:
-		return fx_check_bools("genflags", names, values, genflags_keys, error);
-	case FX_TRANSFLAGS:
-		return fx_check_bools("transflags", names, values, rdma_keys, error);
-	case FX_FLAGS:
-		return fx_check_bools("flags", names, values, varsub_keys, error);
-	default:
-		return true;
-	}
-}
-
-/* What a child element `name` of `parent` is: an enum fx_elem, FX_NONE to ignore it, or -1
- * with the error set. */
-static int fx_child(struct fx_parser *px, enum fx_elem parent, const char *name, GError **error)
-{
-	struct fx_location *l;
-
-	switch (parent) {
-	case FX_NONE:
-		if (px->root_seen) {
-			fx_fail(error, "a second root element <%s>", name);
-			return -1;
-		}
-		if (strcmp(name, "junction") != 0) {
-			fx_fail(error, "the root element is <%s>, not <junction>", name);
-			return -1;
-		}
-		px->root_seen = true;
-		return FX_JUNCTION;
-	case FX_JUNCTION:
-		if (strcmp(name, "savedmode") == 0) {
-			if (px->savedmode_seen) {
-				fx_fail(error, "more than one <savedmode>");
-				return -1;
-			}
-			px->savedmode_seen = true;
-			return FX_SAVEDMODE;
-		}
-		if (strcmp(name, "fileset") == 0) {
-			if (px->fileset_seen) {
-				fx_fail(error, "more than one <fileset>");
-				return -1;
-			}
-			px->fileset_seen = true;
-			return FX_FILESET;
-		}
-		return FX_NONE;
-	case FX_FILESET:
-		if (strcmp(name, "name") == 0) {
-			if (px->name_seen) {
-				fx_fail(error, "more than one <name> in <fileset>");
-				return -1;
-			}
-			px->name_seen = true;
-			return FX_NAME;
-		}
-		if (strcmp(name, "location") != 0)
-			return FX_NONE;
-		if (px->locations->len >= FF_JUNCTION_LOCATIONS_MAX) {
-			fx_fail(error, "more than %d <location> elements",
-				FF_JUNCTION_LOCATIONS_MAX);
-			return -1;
-		}
-		l = g_new0(struct fx_location, 1);
-		l->index = px->locations->len + 1;
-		l->components = g_ptr_array_new_with_free_func(g_free);
-		g_ptr_array_add(px->locations, l);
-		px->cur = l;
-		return FX_LOCATION;
-	case FX_LOCATION:
-		for (int e = FX_HOST; e < FX_COUNT; e++) {
-			if (e == FX_COMPONENT || strcmp(name, fx_names[e]) != 0)
-				continue;
-			if (px->cur->seen & (1u << e)) {
-				fx_fail(error, "<location> %u has more than one <%s>",
-					px->cur->index, name);
-				return -1;
-			}
-			px->cur->seen |= 1u << e;
-			return e;
-		}
-		return FX_NONE;
-	case FX_PATH:
-		return strcmp(name, "component") == 0 ? FX_COMPONENT : FX_NONE;
-	default: /* the leaves hold text or attributes, never elements */
-		fx_fail(error, "unexpected <%s> inside <%s>", name, fx_names[parent]);
-		return -1;
-	}
-}
-
-static void fx_start(GMarkupParseContext *ctx, const char *name, const char **names,
-		     const char **values, gpointer data, GError **error)
-{
-	struct fx_parser *px = data;
-	enum fx_elem parent = px->depth ? px->stack[px->depth - 1] : FX_NONE;
-	int e;
-
-	if (px->depth + px->skip >= XML_DEPTH_MAX) {
-		fx_fail(error, "elements nested more than %d deep", XML_DEPTH_MAX);
-		return;
-	}
-	if (px->skip) {
-		px->skip++;
-		return;
-	}
-	e = fx_child(px, parent, name, error);
-	if (e < 0)
-		return;
-	if (e == FX_NONE) {
-		px->skip = 1;
-		return;
-	}
-	if (!fx_attributes(px, e, names, values, error))
-		return;
-	g_string_truncate(px->text, 0);
-	px->stack[px->depth++] = e;
-}
-
-/* The text of a finished <component>, <currency> or <validfor>. */
-static bool fx_text_done(struct fx_parser *px, enum fx_elem e, GError **error)
-{
-	GString *t = px->text;
-	const char *problem;
-	char *q;
-	gint64 n;
-
-	if (e == FX_COMPONENT) {
-		problem = component_problem(t->str, t->len);
-		if (problem) {
-			q = quote(t->str, t->len);
-			fx_fail(error, "<location> %u: <component>%s</component> %s",
-				px->cur->index, q, problem);
-			g_free(q);
-			return false;
-		}
-		g_ptr_array_add(px->cur->components, g_strndup(t->str, t->len));
-		return true;
-	}
-	g_strstrip(t->str); /* numbers may be surrounded by white space */
-	if (!parse_int(t->str, e == FX_CURRENCY ? G_MININT32 : 0, G_MAXINT32, &n)) {
-		q = quote_str(t->str);
-		fx_fail(error, "<location> %u: <%s>%s</%s> is not %s", px->cur->index, fx_names[e],
-			q, fx_names[e], e == FX_CURRENCY ? "an integer" : "a number of seconds");
-		g_free(q);
-		return false;
-	}
-	if (e == FX_VALIDFOR)
-		px->cur->validfor = n;
-	return true;
-}
-
-static void fx_end(GMarkupParseContext *ctx, const char *name, gpointer data, GError **error)
-{
-	struct fx_parser *px = data;
-	enum fx_elem e;
-
-	if (px->skip) {
-		px->skip--;
-		return;
-	}
-	e = px->stack[--px->depth];
-	switch (e) {
-	case FX_COMPONENT:
-	case FX_CURRENCY:
-	case FX_VALIDFOR:
-		fx_text_done(px, e, error);
-		g_string_truncate(px->text, 0);
-		break;
-	case FX_LOCATION:
-		if (!(px->cur->seen & (1u << FX_HOST)))
-			fx_fail(error, "<location> %u has no <host>", px->cur->index);
-		else if (!(px->cur->seen & (1u << FX_PATH)))
-			fx_fail(error, "<location> %u has no <path>", px->cur->index);
-		px->cur = NULL;
-		break;
-	default:
-		break;
-	}
-}
-
-static void fx_text(GMarkupParseContext *ctx, const char *text, gsize len, gpointer data,
-		    GError **error)
-{
-	struct fx_parser *px = data;
-	enum fx_elem e = px->depth ? px->stack[px->depth - 1] : FX_NONE;
-	char *q;
-
-	if (px->skip)
-		return;
-	if (e == FX_COMPONENT || e == FX_CURRENCY || e == FX_VALIDFOR) {
-		g_string_append_len(px->text, text, len);
-		return;
-	}
-	if (is_xml_space(text, len))
-		return;
-	q = quote(text, len);
-	if (e == FX_NONE)
-		fx_fail(error, "text '%s' outside <junction>", q);
-	else
-		fx_fail(error, "unexpected text '%s' in <%s>", q, fx_names[e]);
-	g_free(q);
-}
-
-/* Comments and processing instructions are ignored; a DOCTYPE (whose entities GMarkup would
- * not expand) and an XML declaration of an encoding other than UTF-8 are refused. */
-static void fx_passthrough(GMarkupParseContext *ctx, const char *text, gsize len, gpointer data,
-			   GError **error)
-{
-	char *s, *enc;
-
-	if (len >= 9 && g_ascii_strncasecmp(text, "<!DOCTYPE", 9) == 0) {
-		fx_fail(error, "a DOCTYPE is not allowed");
-		return;
-	}
-	if (len < 6 || strncmp(text, "<?xml", 5) != 0 || !is_xml_space(text + 5, 1))
-		return;
-	s = g_strndup(text, len);
-	enc = strstr(s, "encoding");
-	if (enc) {
-		enc += strlen("encoding");
-		enc += strspn(enc, " \t\r\n=");
-		if (*enc == '"' || *enc == '\'') {
-			char quote_char = *enc++;
-			char *close = strchr(enc, quote_char);
-
-			if (close)
-				*close = '\0';
-			if (g_ascii_strcasecmp(enc, "UTF-8") != 0 &&
-			    g_ascii_strcasecmp(enc, "US-ASCII") != 0) {
-				char *q = quote_str(enc);
-
-				fx_fail(error, "encoding '%s' is not UTF-8", q);
-				g_free(q);
-			}
-		}
-	}
-	g_free(s);
-}
-
-static const GMarkupParser fx_markup = {
-	.start_element = fx_start,
-	.end_element = fx_end,
-	.text = fx_text,
-	.passthrough = fx_passthrough,
-};
-
-static gint fx_cmp(gconstpointer a, gconstpointer b)
-{
-	const struct fx_location *x = *(struct fx_location *const *)a;
-	const struct fx_location *y = *(struct fx_location *const *)b;
-
-	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
-	if (x->order != y->order)
-		return x->order < y->order ? -1 : 1;
-	return x->index < y->index ? -1 : x->index > y->index;
-}
-
-static char *fx_uri(const struct fx_location *l)
-{
-	GString *uri = g_string_new("nfs://");
-
-	append_host(uri, l->host);
-	if (l->port && l->port != FF_JUNCTION_NFS_PORT)
-		g_string_append_printf(uri, ":%d", l->port);
-	if (l->components->len == 0)
-		g_string_append_c(uri, '/');
-	for (guint i = 0; i < l->components->len; i++)
-		append_component(uri, g_ptr_array_index(l->components, i));
-	return g_string_free(uri, FALSE);
-}
-
-/* trusted.junction.mode: octal text, maybe with a trailing NUL or white space. */
-static bool parse_mode_text(const char *s, size_t len, mode_t *mode, char **err)
-{
-	char *text, *q;
-	bool ok;
-
-	len = without_nul(s, len);
-	if (len > MODE_TEXT_MAX) {
-		*err = errf("%s is %zu bytes, more than %d", FF_JUNCTION_XATTR_FEDFS_MODE, len,
-			    MODE_TEXT_MAX);
-		return false;
-	}
-	text = g_strndup(s, len);
-	ok = strlen(text) == len;
-	if (ok) {
-		g_strstrip(text);
-		ok = parse_octal_mode(text, mode);
-	}
-	if (!ok) {
-		q = quote(s, len);
-		*err = errf("%s '%s' is not an octal mode from 0 to 7777",
-			    FF_JUNCTION_XATTR_FEDFS_MODE, q);
-		g_free(q);
-	}
-	g_free(text);
-	return ok;
-}
-
-/* The locations of a parsed document, in order of preference, into `j`. */
-static bool fx_finish(struct fx_parser *px, struct ff_junction *j, int *code, char **err)
-{
-	if (!px->fileset_seen) {
-		*err = errf("%s: no <fileset> in <junction>", FF_JUNCTION_XATTR_FEDFS);
-		return false;
-	}
-	if (px->locations->len == 0 && px->name_seen) {
-		char *u = quote_str(px->nsdb_uuid), *h = quote_str(px->nsdb_name);
-
-		*err = errf("NSDB junctions are not supported (%s: fileset %s on NSDB %s:%d)",
-			    FF_JUNCTION_XATTR_FEDFS, u, h, px->nsdb_port ? px->nsdb_port : 389);
-		g_free(u);
-		g_free(h);
-		*code = ENOTSUP;
-		return false;
-	}
-	if (px->locations->len == 0) {
-		*err = errf("%s: no <location> in <fileset>", FF_JUNCTION_XATTR_FEDFS);
-		return false;
-	}
-	g_ptr_array_sort(px->locations, fx_cmp);
-	for (guint i = 0; i < px->locations->len; i++) {
-		const struct fx_location *l = g_ptr_array_index(px->locations, i);
-		char *uri = fx_uri(l);
-		char *what =
-			g_strdup_printf("%s: <location> %u", FF_JUNCTION_XATTR_FEDFS, l->index);
-		bool ok = add_location(j->locations, uri, what, err);
-
-		g_free(what);
-		g_free(uri);
-		if (!ok)
-			return false;
-		if (l->validfor > 0 && (j->ttl == 0 || l->validfor < j->ttl))
-			j->ttl = (double)l->validfor;
-	}
-	if (px->savedmode >= 0)
-		j->mode = (mode_t)px->savedmode;
-	return true;
-}
-
-struct ff_junction *ff_junction_parse_fedfs(const char *xml, size_t len, const char *mode_text,
-					    size_t mode_len, char **msg)
-{
-	struct fx_parser px = { .savedmode = -1 };
-	struct ff_junction *j = NULL;
-	GMarkupParseContext *ctx;
-	GError *gerr = NULL;
-	const char *bad;
-	bool ok;
-	char *err = NULL;
-	int code = EINVAL;
-	mode_t mode = 0;
-
-	len = without_nul(xml, len);
-	if (len == 0)
-		return failed(EINVAL, errf("%s is empty", FF_JUNCTION_XATTR_FEDFS), msg);
-	if (len > FF_JUNCTION_VALUE_MAX)
-		return failed(EINVAL,
-			      errf("%s is %zu bytes, more than %d", FF_JUNCTION_XATTR_FEDFS, len,
-				   FF_JUNCTION_VALUE_MAX),
-			      msg);
-	if (memchr(xml, '\0', len))
-		return failed(EINVAL, errf("%s holds a NUL byte", FF_JUNCTION_XATTR_FEDFS), msg);
-	if (!g_utf8_validate_len(xml, len, &bad))
-		return failed(EINVAL,
-			      errf("%s is not valid UTF-8 (at byte %zu)", FF_JUNCTION_XATTR_FEDFS,
-				   (size_t)(bad - xml) + 1),
-			      msg);
-	if (mode_text && !parse_mode_text(mode_text, mode_len, &mode, &err))
-		return failed(EINVAL, err, msg);
-
-	px.text = g_string_new(NULL);
-	px.locations = g_ptr_array_new_with_free_func(fx_location_free);
-	ctx = g_markup_parse_context_new(
-		&fx_markup, G_MARKUP_TREAT_CDATA_AS_TEXT | G_MARKUP_PREFIX_ERROR_POSITION, &px,
-		NULL);
-	/* GLib 2.74 has been seen to return TRUE from parse() with the error set: check both */
-	ok = g_markup_parse_context_parse(ctx, xml, len, &gerr) && !gerr;
-	if (ok)
-		ok = g_markup_parse_context_end_parse(ctx, &gerr) && !gerr;
-	if (!ok) {
-		err = errf("%s: %s", FF_JUNCTION_XATTR_FEDFS,
-			   gerr ? gerr->message : "not well-formed XML");
-		g_clear_error(&gerr);
-		goto out_free;
-	}
-	j = junction_new(FF_JUNCTION_FEDFS);
-	if (!fx_finish(&px, j, &code, &err)) {
-		ff_junction_free(j);
-		j = NULL;
-		goto out_free;
-	}
-	if (mode_text)
-		j->mode = mode;
-out_free:
-	g_markup_parse_context_free(ctx);
-	g_ptr_array_unref(px.locations);
-	g_string_free(px.text, TRUE);
-	g_free(px.nsdb_uuid);
-	g_free(px.nsdb_name);
-	if (!j)
-		return failed(code, err, msg);
-	return j;
-}
-
-bool ff_junction_is_fedfs_mode(mode_t st_mode)
-{
-	return (st_mode & S_ISVTX) && !(st_mode & (S_IXUSR | S_IXGRP | S_IXOTH));
-}
-
-/* ---- FedFS: writing nfsref's XML ------------------------------------------------------------ */
-
-/* The port of an nfs location: host:port or ?nfsport=N (the only option FedFS XML can hold). */
-static bool fedfs_port(const struct ff_location_spec *spec, int *port, char **err)
-{
-	char **opts;
-	bool ok = true;
-	char *q;
-
-	*port = spec->port;
-	if (!spec->query)
-		return true;
-	opts = g_strsplit(spec->query, "&", -1);
-	for (char **o = opts; *o && ok; o++) {
-		gint64 n;
-
-		if (g_str_has_prefix(*o, "nfsport=") &&
-		    parse_int(*o + strlen("nfsport="), 1, 65535, &n) &&
-		    (*port == 0 || *port == n)) {
-			*port = (int)n;
-			continue;
-		}
-		q = quote_str(spec->uri);
-		*err = errf("'%s': fedfs junctions cannot hold the option '%s' (only nfsport=)", q,
-			    *o);
-		g_free(q);
-		ok = false;
-	}
-	g_strfreev(opts);
-	return ok;
-}
-
-static void xml_escaped(GString *out, const char *s)
-{
-	char *esc = g_markup_escape_text(s, -1);
-
-	g_string_append(out, esc);
-	g_free(esc);
-}
-
-/* One <location> as nfsref's libxml2 writes it (two spaces per level). */
-static bool fedfs_location(GString *out, const struct ff_location_spec *spec, guint order,
-			   char **err)
-{
-	char **comps = g_strsplit(spec->path + 1, "/", -1);
-	bool ok = false;
-	int port;
-	char *q;
-
-	if (!fedfs_port(spec, &port, err))
-		goto out_free;
-	for (char **c = comps; *c; c++) {
-		if (**c == '\0')
-			continue; /* the root "/" */
-		if (!g_utf8_validate(*c, -1, NULL) || strlen(*c) > COMPONENT_MAX) {
-			q = quote_str(spec->uri);
-			*err = errf("'%s': fedfs junctions hold UTF-8 components of 255 bytes at "
-				    "most",
-				    q);
-			g_free(q);
-			goto out_free;
-		}
-	}
-	g_string_append(out, "    <location>\n      <host name=\"");
-	xml_escaped(out, spec->host);
-	if (port && port != FF_JUNCTION_NFS_PORT)
-		g_string_append_printf(out, "\" port=\"%d", port);
-	g_string_append(out, "\"/>\n");
-	if (strcmp(spec->path, "/") == 0) {
-		g_string_append(out, "      <path/>\n");
-	} else {
-		g_string_append(out, "      <path>\n");
-		for (char **c = comps; *c; c++) {
-			g_string_append(out, "        <component>");
-			xml_escaped(out, *c);
-			g_string_append(out, "</component>\n");
-		}
-		g_string_append(out, "      </path>\n");
-	}
-	g_string_append_printf(out,
-			       "      <currency>-1</currency>\n"
-			       "      <genflags writable=\"false\" going=\"false\" "
-			       "split=\"true\"/>\n"
-			       "      <transflags rdma=\"true\"/>\n"
-			       "      <class simul=\"0\" handle=\"0\" fileid=\"0\" writever=\"0\" "
-			       "change=\"0\" readdir=\"0\"/>\n"
-			       "      <read rank=\"0\" order=\"%u\"/>\n"
-			       "      <write rank=\"0\" order=\"0\"/>\n"
-			       "      <flags varsub=\"false\"/>\n"
-			       "      <validfor>0</validfor>\n"
-			       "    </location>\n",
-			       order);
-	ok = true;
-out_free:
-	g_strfreev(comps);
-	return ok;
-}
-
-char *ff_junction_format_fedfs(GPtrArray *locations, mode_t saved_mode, char **msg)
-{
-	GString *out;
-	char *err = NULL, *q;
-
-	g_return_val_if_fail(locations && locations->len > 0, NULL);
-	if (locations->len > FF_JUNCTION_LOCATIONS_MAX)
-		return failed(EINVAL, errf("more than %d locations", FF_JUNCTION_LOCATIONS_MAX),
-			      msg);
-	out = g_string_new("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<junction>\n");
-	g_string_append_printf(out, "  <savedmode bits=\"%o\"/>\n  <fileset>\n",
-			       (unsigned int)(saved_mode & 07777));
-	for (guint i = 0; i < locations->len; i++) {
-		const struct ff_location_spec *spec =
-			&((const struct ff_location *)g_ptr_array_index(locations, i))->spec;
-
-		if (strcmp(spec->scheme, "nfs") != 0) {
-			q = quote_str(spec->uri);
-			err = errf("'%s': fedfs junctions hold nfs:// locations only", q);
-			g_free(q);
-			goto out_fail;
-		}
-		if (!fedfs_location(out, spec, i, &err))
-			goto out_fail;
-	}
-	g_string_append(out, "  </fileset>\n</junction>\n");
-	return g_string_free(out, FALSE);
-
-out_fail:
-	g_string_free(out, TRUE);
-	return failed(EINVAL, err, msg);
+	return fj_failed(EINVAL, err, msg);
 }

@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * junction_probe.c - `fedfuse-junction check` (each location probed over TCP within a timeout)
+ * and `status` (a mount's control files printed for a person).
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "fedfuse/junction.h"
+#include "fedfuse/location.h"
+#include "tools/fedfuse-junction.h"
+#include "fedfuse/readfile.h"
+
+/* ---- check --------------------------------------------------------------------------------- */
+
+/* The TCP port a location's server answers on. */
+static int location_port(const struct ff_location_spec *spec)
+{
+	if (spec->port)
+		return spec->port;
+	if (strcmp(spec->scheme, "nfs") == 0) {
+		char **opts = g_strsplit(spec->query ? spec->query : "", "&", -1);
+		int port = FF_JUNCTION_NFS_PORT;
+
+		for (char **o = opts; *o; o++) {
+			if (g_str_has_prefix(*o, "nfsport=")) {
+				int n = atoi(*o + strlen("nfsport="));
+
+				if (n > 0 && n < 65536)
+					port = n;
+			}
+		}
+		g_strfreev(opts);
+		return port;
+	}
+	return SMB_PORT;
+}
+
+/* Connect to one address within `timeout_ms`. 0 or -errno. */
+static int tcp_connect(const struct addrinfo *ai, int timeout_ms)
+{
+	struct pollfd pfd;
+	socklen_t len = sizeof(int);
+	int fd, rc, soerr = 0;
+
+	fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+		close(fd);
+		return 0;
+	}
+	if (errno != EINPROGRESS) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	pfd.fd = fd;
+	pfd.events = POLLOUT;
+	do
+		rc = poll(&pfd, 1, timeout_ms);
+	while (rc < 0 && errno == EINTR);
+	if (rc == 0)
+		rc = -ETIMEDOUT;
+	else if (rc < 0)
+		rc = -errno;
+	else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
+		rc = -errno;
+	else
+		rc = soerr ? -soerr : 0;
+	close(fd);
+	return rc;
+}
+
+/* Probe one location; print one line. Returns true when it answers. */
+static bool probe(const struct ff_location_spec *spec, double timeout)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG };
+	struct addrinfo *res = NULL;
+	gint64 start = g_get_monotonic_time();
+	char port[16];
+	int rc = -EHOSTUNREACH, gai;
+
+	if (strcmp(spec->scheme, "file") == 0) {
+		struct stat st;
+		char *p = tool_shown(spec->path);
+		bool ok = false;
+
+		if (stat(spec->path, &st) < 0)
+			printf("FAIL  %s: %s: %s\n", spec->uri, p, g_strerror(errno));
+		else if (!S_ISDIR(st.st_mode))
+			printf("FAIL  %s: %s is not a directory\n", spec->uri, p);
+		else
+			ok = true;
+		if (ok)
+			printf("ok    %s (directory %s)\n", spec->uri, p);
+		g_free(p);
+		return ok;
+	}
+	g_snprintf(port, sizeof(port), "%d", location_port(spec));
+	gai = getaddrinfo(spec->host, port, &hints, &res);
+	if (gai != 0) {
+		printf("FAIL  %s: cannot resolve %s: %s\n", spec->uri, spec->host,
+		       gai == EAI_SYSTEM ? g_strerror(errno) : gai_strerror(gai));
+		return false;
+	}
+	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+		gint64 left_ms = (gint64)(timeout * 1000) - (g_get_monotonic_time() - start) / 1000;
+
+		if (left_ms <= 0) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		rc = tcp_connect(ai, (int)left_ms);
+		if (rc == 0)
+			break;
+	}
+	freeaddrinfo(res);
+	if (rc == 0)
+		printf("ok    %s (TCP %s port %s answered in %.0f ms)\n", spec->uri, spec->host,
+		       port, (g_get_monotonic_time() - start) / 1000.0);
+	else if (rc == -ETIMEDOUT)
+		printf("FAIL  %s: TCP %s port %s: no answer within %g s\n", spec->uri, spec->host,
+		       port, timeout);
+	else
+		printf("FAIL  %s: TCP %s port %s: %s\n", spec->uri, spec->host, port,
+		       g_strerror(-rc));
+	return rc == 0;
+}
+
+int cmd_check(int argc, char **argv)
+{
+	double timeout = DEFAULT_TIMEOUT;
+	const char *path = NULL;
+	struct found f;
+	struct stat st;
+	guint up = 0;
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		const char *t = NULL;
+		char *end = NULL;
+
+		if (strcmp(argv[i], "--timeout") == 0 || strcmp(argv[i], "-t") == 0) {
+			if (i + 1 == argc)
+				return tool_usage_error("%s needs a number of seconds", argv[i]);
+			t = argv[++i];
+		} else if (g_str_has_prefix(argv[i], "--timeout=")) {
+			t = argv[i] + strlen("--timeout=");
+		} else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+			return tool_usage_error("check: unknown option '%s'", argv[i]);
+		} else if (path) {
+			return tool_usage_error("check takes one PATH");
+		} else {
+			path = argv[i];
+		}
+		if (t) {
+			timeout = g_ascii_strtod(t, &end);
+			if (!*t || *end || !(timeout > 0 && timeout <= 3600))
+				return tool_usage_error(
+					"--timeout: '%s' is not a number of seconds "
+					"(0 < s <= 3600)",
+					t);
+		}
+	}
+	if (!path)
+		return tool_usage_error("check needs a PATH");
+	rc = tool_junction_arg(path, &st, &f);
+	if (rc <= 0)
+		return 1;
+	if (!f.j) {
+		tool_complain_bad(path, &f);
+		tool_found_clear(&f);
+		return 1;
+	}
+	for (guint i = 0; i < f.j->locations->len; i++) {
+		const struct ff_location *loc = g_ptr_array_index(f.j->locations, i);
+
+		up += probe(&loc->spec, timeout);
+	}
+	rc = up == f.j->locations->len ? 0 : 1;
+	if (rc)
+		tool_complain("%u of %u locations of %s did not answer", f.j->locations->len - up,
+			      f.j->locations->len, path);
+	tool_found_clear(&f);
+	return rc;
+}
+
+/* ---- status -------------------------------------------------------------------------------- */
+
+/* A control file, read to its end (they report st_size 0). NULL with errno set on failure. */
+static char *read_control(const char *dir, const char *name)
+{
+	char *path = g_build_filename(dir, name, NULL);
+	char *text = ff_read_file(path, CONTROL_FILE_MAX, NULL);
+	int e = errno;
+
+	g_free(path);
+	errno = e;
+	return text;
+}
+
+/* One row of a table: cells padded to `width`, "-" for a missing one. */
+static void print_row(char **cells, guint n, GArray *width)
+{
+	for (guint k = 0; k < n; k++) {
+		const char *cell = cells[k] ? cells[k] : "-";
+		int pad = g_array_index(width, int, k) - (int)g_utf8_strlen(cell, -1);
+
+		printf("  %s%*s", cell, k + 1 < n ? pad : 0, "");
+	}
+	fputs("\n", stdout);
+}
+
+#define ROW_MAX 64 /* columns of the locations table */
+
+static void row_free(gpointer p)
+{
+	char **row = p;
+
+	for (int k = 0; k < ROW_MAX; k++)
+		g_free(row[k]);
+	g_free(row);
+}
+
+/* /.fedfuse/locations: "REFERRAL\tURI\tkey=value..." per line, as a table whose columns are the
+ * keys in the order first met (so new keys the daemon adds show up by themselves). */
+static void print_locations(const char *text)
+{
+	char **lines = g_strsplit(text, "\n", -1);
+	GPtrArray *keys = g_ptr_array_new_with_free_func(g_free);
+	GPtrArray *rows = g_ptr_array_new_with_free_func(row_free);
+	GArray *width = g_array_new(FALSE, TRUE, sizeof(int));
+
+	g_ptr_array_add(keys, g_strdup("REFERRAL"));
+	g_ptr_array_add(keys, g_strdup("LOCATION"));
+	for (char **l = lines; *l; l++) {
+		char **fields;
+		char **row;
+
+		if (!**l)
+			continue;
+		fields = g_strsplit(*l, "\t", -1);
+		if (g_strv_length(fields) < 2) {
+			g_strfreev(fields);
+			continue;
+		}
+		row = g_new0(char *, ROW_MAX);
+		row[0] = g_strdup(fields[0]);
+		row[1] = g_strdup(fields[1]);
+		for (char **f = fields + 2; *f; f++) {
+			char *eq = strchr(*f, '=');
+			char *key = eq ? g_ascii_strup(*f, eq - *f) : g_strdup("");
+			guint k;
+
+			for (k = 0; k < keys->len; k++)
+				if (strcmp(keys->pdata[k], key) == 0)
+					break;
+			if (k == keys->len && k < ROW_MAX)
+				g_ptr_array_add(keys, g_strdup(key));
+			if (k < ROW_MAX && !row[k])
+				row[k] = g_strdup(eq ? eq + 1 : *f);
+			g_free(key);
+		}
+		g_ptr_array_add(rows, row);
+		g_strfreev(fields);
+	}
+	g_array_set_size(width, keys->len);
+	for (guint k = 0; k < keys->len; k++)
+		g_array_index(width, int, k) = (int)g_utf8_strlen(keys->pdata[k], -1);
+	for (guint r = 0; r < rows->len; r++) {
+		char **row = rows->pdata[r];
+
+		for (guint k = 0; k < keys->len; k++) {
+			int w = row[k] ? (int)g_utf8_strlen(row[k], -1) : 1;
+
+			if (w > g_array_index(width, int, k))
+				g_array_index(width, int, k) = w;
+		}
+	}
+	printf("Locations\n");
+	if (rows->len == 0)
+		printf("  (none)\n");
+	else
+		print_row((char **)keys->pdata, keys->len, width);
+	for (guint r = 0; r < rows->len; r++)
+		print_row(rows->pdata[r], keys->len, width);
+	g_array_unref(width);
+	g_ptr_array_unref(rows);
+	g_ptr_array_unref(keys);
+	g_strfreev(lines);
+}
+
+static void print_indented(const char *title, const char *text)
+{
+	char **lines = g_strsplit(text, "\n", -1);
+
+	printf("\n%s\n", title);
+	for (char **l = lines; *l; l++)
+		if (**l)
+			printf("  %s\n", *l);
+	g_strfreev(lines);
+}
+
+int cmd_status(int argc, char **argv)
+{
+	static const char *const names[] = { "locations", "stats", "namespace" };
+	char *text[3] = { NULL, NULL, NULL };
+	char *control, *p;
+	struct stat st;
+	int rc = 1;
+
+	if (argc != 2)
+		return tool_usage_error("status needs exactly one MOUNTPOINT");
+	control = g_build_filename(argv[1], ".fedfuse", NULL);
+	p = tool_shown(argv[1]);
+	if (stat(control, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		if (stat(argv[1], &st) < 0)
+			tool_complain("%s: %s", p, g_strerror(errno));
+		else
+			tool_complain("%s is not a fedfuse mount (it has no .fedfuse directory)",
+				      p);
+		goto out_free;
+	}
+	for (int i = 0; i < 3; i++) {
+		text[i] = read_control(control, names[i]);
+		if (!text[i]) {
+			tool_complain("cannot read %s/.fedfuse/%s: %s", p, names[i],
+				      g_strerror(errno));
+			goto out_free;
+		}
+	}
+	printf("fedfuse mount %s\n\n", p);
+	print_locations(text[0]);
+	print_indented("Statistics", text[1]);
+	print_indented("Namespace", text[2]);
+	rc = 0;
+out_free:
+	for (int i = 0; i < 3; i++)
+		g_free(text[i]);
+	g_free(p);
+	g_free(control);
+	return rc;
+}
