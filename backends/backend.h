@@ -11,8 +11,10 @@
  *  - The location context (`void *loc`, what mount() returned) is the first argument.
  *  - The return value is 0 (or a byte count where documented) on success and -errno on failure.
  *    Never return -1 with errno set, and never -EIO where a precise errno exists.
- *  - Operations may block (network I/O); the core calls them from worker threads and never holds
- *    a core lock across a call. A backend must honour spec->timeout: no call may block longer.
+ *  - Operations may block (network I/O); the core calls them from worker threads and holds no
+ *    core lock across a call, except across lock_fd() (which must not block) and across the
+ *    listing of one open directory (its own lock: see the lock order in fedfuse/fedfuse.h).
+ *    A backend must honour spec->timeout: no call may block longer.
  *  - Operations may be called concurrently, on the same or different nodes and handles, except
  *    where noted. Backends whose libraries are not thread safe keep a pool of contexts.
  *  - Names passed in are single components: never empty, never "." or "..", never containing
@@ -248,7 +250,8 @@ struct ff_backend_ops {
 	 * descriptor, readable and writable where it can be), on which the core takes open file
 	 * description locks and flock()s, so that they also exclude the programs that lock the
 	 * object directly. Returns the descriptor or -errno. Without it the core keeps the locks
-	 * of the location's files for the processes of this machine alone. */
+	 * of the location's files for the processes of this machine alone. Must not block: the
+	 * core calls it holding its lock table's mutex. */
 	int (*lock_fd)(void *loc, ff_node *node);
 
 	/* ---- directories -------------------------------------------------------------------- */

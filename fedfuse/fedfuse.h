@@ -31,6 +31,22 @@ struct ff_options {
 	unsigned int readahead_kib; /* the kernel's read-ahead window for the mount */
 };
 
+/*
+ * Locks of the core, in the order they may be taken: one is never taken while a lock later in
+ * the list is held by the same thread.
+ *   1. an open directory's lock (dir.c): one reader per open directory at a time. Held across
+ *      the directory's listing, backend calls included: it is that handle's alone.
+ *   2. the lock table's mutex (lock.c). Held across a backend's lock_fd(), which must not
+ *      block (backend.h); across no other backend call.
+ *   3. the mount table's lock, then a mount's lock (mount.c). Never across a backend call: a
+ *      mount being connected is marked `connecting`, and others wait on its condition.
+ *   4. the plugin table's lock (plugins.c), taken under a mount's lock to load a backend.
+ *   5. the notify hub's rwlock (notify.c).
+ *   6. the inode table's mutex, then an inode's lock (inode.h).
+ * Leaves, under which nothing is taken: ns_lock and handles_lock below, the junction cache's
+ * lock (jcache.c), the group cache's (cred.c), the log's (log.c), a connection request's
+ * (mount.c). Apart from 1 and 2, no core lock is held across a call into a backend.
+ */
 struct ff_state {
 	struct ff_options opts;
 	struct fuse_session *se;

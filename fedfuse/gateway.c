@@ -273,9 +273,9 @@ void ff_gw_unmount(struct ff_mount *m)
 	m->be->ops->unmount(m->ctx);
 }
 
-bool ff_gw_watched(struct ff_mount *m)
+bool ff_gw_watched(struct ff_mount *m, void *ctx)
 {
-	return m->be->ops->watched(m->ctx);
+	return m->be->ops->watched(ctx);
 }
 
 /* ---- without accounting -------------------------------------------------------------------- */

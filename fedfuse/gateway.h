@@ -28,7 +28,7 @@ const struct ff_backend_ops *ff_gw_complete_ops(const struct ff_backend_ops *ops
 int ff_gw_check(const struct ff_backend *be, const struct ff_location_spec *spec, char **msg);
 int ff_gw_mount(struct ff_mount *m, const struct ff_notify *notify, void **ctx, char **msg);
 void ff_gw_unmount(struct ff_mount *m);
-bool ff_gw_watched(struct ff_mount *m); /* default: false */
+bool ff_gw_watched(struct ff_mount *m, void *ctx); /* of a new context; default: false */
 
 /* ---- nodes -------------------------------------------------------------------------------- */
 /* The root is asked while a location is down too: it is how one finds it back. */

@@ -40,6 +40,8 @@ struct connect_req {
 	struct ff_mount *m;
 	int rc;
 	char *msg;
+	void *ctx;    /* the new context, for the asker to publish under the mount's lock */
+	bool watched; /* ff_gw_watched() of it */
 	bool done;
 	GMutex lock;
 	GCond cond;
@@ -68,8 +70,8 @@ static gpointer connector(gpointer data)
 		req->rc = rc;
 		req->msg = msg;
 		if (rc == 0) {
-			m->ctx = ctx;
-			m->watched = notify && ff_gw_watched(m);
+			req->ctx = ctx;
+			req->watched = notify && ff_gw_watched(m, ctx);
 		}
 		req->done = true;
 		g_cond_signal(&req->cond);
@@ -78,8 +80,9 @@ static gpointer connector(gpointer data)
 	return NULL;
 }
 
-/* Run the backend's mount() on a connector thread; called with m->lock held. */
-static int connect_on_connector(struct ff_mounts *mounts, struct ff_mount *m, char **msg)
+/* Run the backend's mount() on a connector thread, m->connecting set by the caller. */
+static int connect_on_connector(struct ff_mounts *mounts, struct ff_mount *m, void **ctx,
+				bool *watched, char **msg)
 {
 	struct connect_req req = { .m = m };
 	int rc;
@@ -93,6 +96,8 @@ static int connect_on_connector(struct ff_mounts *mounts, struct ff_mount *m, ch
 	g_mutex_unlock(&req.lock);
 	rc = req.rc;
 	*msg = req.msg;
+	*ctx = req.ctx;
+	*watched = req.watched;
 	g_cond_clear(&req.cond);
 	g_mutex_clear(&req.lock);
 	return rc;
@@ -198,6 +203,7 @@ void ff_mounts_free(struct ff_mounts *mounts)
 		g_free(m->ns_path);
 		g_free(m->last_error);
 		g_mutex_clear(&m->lock);
+		g_cond_clear(&m->connected);
 		g_free(m);
 	}
 	g_ptr_array_free(mounts->list, TRUE);
@@ -248,6 +254,7 @@ struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 		m->depth = parent ? parent->depth + 1 : 0;
 		location_copy(&m->loc, loc);
 		g_mutex_init(&m->lock);
+		g_cond_init(&m->connected);
 		m->state = FF_MOUNT_IDLE;
 		m->since = g_get_monotonic_time();
 		m->backoff = BACKOFF_MIN;
@@ -316,9 +323,14 @@ int ff_mount_connect(struct ff_mount *m)
 {
 	g_autofree char *msg = NULL;
 	char *bmsg = NULL;
+	void *ctx = NULL;
+	bool watched = false;
 	int rc = 0;
 
 	g_mutex_lock(&m->lock);
+	/* One connection attempt at a time, whoever asks: the others wait for its outcome. */
+	while (m->connecting)
+		g_cond_wait(&m->connected, &m->lock);
 	if (m->ctx && m->state != FF_MOUNT_DOWN)
 		goto out_unlock;
 	if (m->ctx) { /* connected but down: the prober brings it back */
@@ -337,9 +349,18 @@ int ff_mount_connect(struct ff_mount *m)
 			goto out_unlock;
 		}
 	}
-	/* Connecting under the mount's lock serialises the first users of this location, which is
-	 * what we want: one connection attempt, not one per waiting request. */
-	rc = connect_on_connector(m->mounts, m, &bmsg);
+	/* The backend's mount() runs without the mount's lock: no core lock is held across a
+	 * backend call (gateway.h). */
+	m->connecting = true;
+	g_mutex_unlock(&m->lock);
+	rc = connect_on_connector(m->mounts, m, &ctx, &watched, &bmsg);
+	g_mutex_lock(&m->lock);
+	if (rc == 0) {
+		m->ctx = ctx;
+		m->watched = watched;
+	}
+	m->connecting = false;
+	g_cond_broadcast(&m->connected);
 	if (rc < 0) {
 		set_down(m, rc, bmsg);
 		g_free(bmsg);

@@ -62,6 +62,8 @@ struct ff_mount {
 	struct ff_notify notify;
 
 	GMutex lock;	 /* guards the fields below; `state` is also read without it (atomically) */
+	bool connecting; /* a thread is connecting it, without the lock; others wait on: */
+	GCond connected;
 	int state;	 /* enum ff_mount_state */
 	int last_errno;	 /* the error that marked it down */
 	gint64 since;	 /* monotonic usec of the last state change */
