@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * smb.h - internals shared by the files of the SMB backend: the per-location state, the pool of
- * libsmbclient contexts (smb_pool.c) and the errno helpers (smb_errno.c). Nothing here is seen
- * by the core; the backend exports only its descriptor (smb.c).
+ * libsmbclient contexts (smb_pool.c), the errno helpers (smb_errno.c), and what the operations
+ * (smb_node.c, smb_file.c, smb_dir.c, smb_xattr.c) share with each other and with the ops table.
+ * Nothing here is seen by the core; the backend exports only its descriptor (smb.c).
  */
 #ifndef FEDFUSE_SMB_H
 #define FEDFUSE_SMB_H
@@ -79,8 +80,158 @@ struct smb_loc {
 	 * lock; pool->lock is a leaf. */
 	GRWLock gate;	  /* handle operations read; moving open handles (rename) writes */
 	GMutex wlock;	  /* guards open */
-	GHashTable *open; /* struct ff_pathnode * -> struct smb_open_node * (smb.c) */
+	GHashTable *open; /* struct ff_pathnode * -> struct smb_open_node * (smb_file.c) */
 };
+
+/*
+ * An open file. It lives on the context that opened it (see struct smb_conn). `file` is NULL
+ * after smb_flush() closed a written SMB handle (see there); the next operation on the handle
+ * opens the file again on the same context, which keeps it counted (nfiles) until release.
+ * `file` and `dirty` change only with the context checked out, or with the gate held for
+ * writing (smb_rename_open()).
+ */
+struct smb_file {
+	struct smb_conn *conn; /* NULL: lost across a rename, every operation is EIO */
+	SMBCFILE *file;
+	int flags;		  /* as the caller opened it */
+	struct ff_pathnode *node; /* reference */
+	bool no_fstat;		  /* a write-only SMB handle may not read its attributes */
+	bool dirty;		  /* written through this SMB handle: its close moves mtime */
+	gint64 t0;		  /* start of the running operation (its context is held) */
+};
+
+/* Arguments of the path operations run through smb_run() (setattr, namespace, statfs). */
+struct smb_path_arg {
+	const char *url;
+	const char *url2;
+	off_t size;
+	mode_t mode;
+	struct timeval tv[2];
+	struct stat *st;
+	struct statvfs *sv;
+	unsigned int flags;
+};
+
+/* A node is a path node (pathnode.c). */
+static inline struct ff_pathnode *smb_pn(ff_node *node)
+{
+	return (struct ff_pathnode *)node;
+}
+
+/* An operation run by smb_run() on a checked-out context: 0 or -errno. */
+typedef int (*smb_op_fn)(struct smb_loc *loc, struct smb_conn *conn, void *arg);
+
+/* ---- smb.c ----------------------------------------------------------------------------------- */
+
+/* 0 when `name` is a valid SMB name: -ENAMETOOLONG, or -EINVAL for reserved characters. */
+int smb_check_name(const char *name);
+/* The URL of `node` (plus "/child"); NULL when unlinked or child is no valid SMB name. */
+char *smb_url(struct smb_loc *loc, struct ff_pathnode *node, const char *child);
+/* True when libsmbclient's raw stat shows the DOS read-only attribute. */
+bool smb_raw_readonly(const struct stat *st);
+/* Raw libsmbclient attributes -> what we show (owners, modes, st_dev, st_blksize). */
+void smb_fix_stat(struct smb_loc *loc, struct stat *st);
+/* Raw libsmbclient stat on a context: 0 or -errno. */
+int smb_stat_raw(SMBCCTX *ctx, const char *url, struct stat *st);
+/* Open (or create) a file on a context; `regain` lifts the DOS read-only attribute for it. */
+SMBCFILE *smb_open_raw(SMBCCTX *ctx, const char *url, int flags, mode_t mode, bool regain, int *rc);
+/* What a failed operation really meant: a timeout, a dead connection (DFS), or rc itself. */
+int smb_classify(struct smb_loc *loc, struct smb_conn *conn, int rc, gint64 t0);
+/* Run fn on a pooled context, once more on a fresh one when the connection was dead. */
+int smb_run(struct smb_loc *loc, bool for_open, smb_op_fn fn, void *arg);
+
+/* ---- smb_node.c ------------------------------------------------------------------------------ */
+
+/* The location's root directory. */
+int smb_root(void *loc, const struct ff_cred *cred, ff_node **node, struct stat *st);
+/* `name` in `parent`: its node and attributes. */
+int smb_lookup(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
+	       ff_node **node, struct stat *st);
+/* Drop the core's reference to a node. */
+void smb_forget(void *loc, ff_node *node);
+/* The core keeps `keep` for what `fresh` names. */
+void smb_relink(void *loc, ff_node *keep, ff_node *fresh);
+/* Attributes through an open handle (its context checked out), by path when it cannot. */
+int smb_fh_stat(struct smb_loc *loc, struct smb_file *fh, struct stat *st);
+/* Attributes of a node, through `fh` when given. */
+int smb_getattr(void *loc, const struct ff_cred *cred, ff_node *node, void *fh, struct stat *st);
+/* Size, the DOS read-only attribute (from the write bits) and times; owners are ignored. */
+int smb_setattr(void *loc, const struct ff_cred *cred, ff_node *node, void *fh,
+		const struct stat *attr, unsigned int to_set, struct stat *st);
+/* smb_op_fn: set the DOS attributes of a->url from a->mode (libsmbclient's chmod). */
+int smb_chmod_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg);
+/* smb_op_fn: set the times of a->url to a->tv. */
+int smb_utimes_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg);
+/* Regular files only; EPERM for the rest. */
+int smb_mknod(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name, mode_t mode,
+	      dev_t rdev, ff_node **node, struct stat *st);
+/* mkdir(2); the mode is not stored. */
+int smb_mkdir(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name, mode_t mode,
+	      ff_node **node, struct stat *st);
+/* unlink(2): files only (EISDIR for a directory). */
+int smb_unlink(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name);
+/* rmdir(2). */
+int smb_rmdir(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name);
+/* smb_op_fn: rename a->url to a->url2 with POSIX answers (a->flags: RENAME_NOREPLACE). */
+int smb_rename_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg);
+/* rename(2); RENAME_NOREPLACE only. */
+int smb_rename(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
+	       ff_node *newparent, const char *newname, unsigned int flags);
+
+/* ---- smb_file.c ------------------------------------------------------------------------------ */
+
+/* Frees a struct smb_open_node (the value destructor of loc->open). */
+void smb_open_node_free(gpointer p);
+/* Begin a handle's operation: inside the gate, its context checked out (see smb_file.c). */
+int smb_fh_begin(struct smb_loc *loc, struct smb_file *fh, bool need_file);
+/* End it: the context checked in, the gate left; a lost connection is EIO. */
+int smb_fh_end(struct smb_loc *loc, struct smb_file *fh, int rc);
+/* Times were set on `node`: remember them while it has writers. */
+void smb_times_set(struct smb_loc *loc, struct ff_pathnode *node, const struct timeval tv[2]);
+/* A write through `node`: forget the times set on it. */
+void smb_times_written(struct smb_loc *loc, struct ff_pathnode *node);
+/* A rename refused for files open at or below its source: close ours, rename, reopen them. */
+int smb_rename_open(struct smb_loc *loc, struct smb_path_arg *a, int rc, struct ff_pathnode *parent,
+		    const char *name, struct ff_pathnode *newparent, const char *newname);
+/* Open a node's file (no O_CREAT). */
+int smb_open(void *loc, const struct ff_cred *cred, ff_node *node, int flags, void **fhp);
+/* Create (or open) `name` in `parent`; a mode without write bits makes it read-only. */
+int smb_create(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
+	       mode_t mode, int flags, ff_node **node, struct stat *st, void **fhp);
+/* pread(2) through the handle's own context. */
+ssize_t smb_read(void *loc, void *fh, void *buf, size_t size, off_t off);
+/* pwrite(2); with O_APPEND at the file's current end. */
+ssize_t smb_write(void *loc, const struct ff_cred *cred, void *fh, const void *buf, size_t size,
+		  off_t off);
+/* close(2): a handle that wrote is closed here, so that mtime settles (see smb_file.c). */
+int smb_flush(void *loc, void *fh);
+/* fsync(2) settles mtime as flush does; fdatasync(2) only checks the connection. */
+int smb_fsync(void *loc, void *fh, int datasync);
+/* The last close of a handle: the SMB handle is closed, pending times set again. */
+int smb_release(void *loc, void *fh);
+
+/* ---- smb_dir.c ------------------------------------------------------------------------------- */
+
+/* Open a directory: its whole listing, copied; no context is held after. */
+int smb_opendir(void *loc, const struct ff_cred *cred, ff_node *node, void **dhp);
+/* Entries from `off` (an index); offset 0 after entries were served lists it again. */
+int smb_readdir(void *loc, const struct ff_cred *cred, ff_node *node, void *dh, off_t off,
+		bool plus, ff_fill_fn fill, void *buf);
+/* Free an open directory. */
+int smb_releasedir(void *loc, void *dh);
+
+/* ---- smb_xattr.c ----------------------------------------------------------------------------- */
+
+/* Only system.nt_sec_desc.* and system.dos_attr.*, read-only and unlisted. */
+ssize_t smb_getxattr(void *loc, const struct ff_cred *cred, ff_node *node, const char *name,
+		     void *buf, size_t size);
+/* Lists nothing (see smb_xattr.c). */
+ssize_t smb_listxattr(void *loc, const struct ff_cred *cred, ff_node *node, char *buf, size_t size);
+/* EPERM for the known families, EOPNOTSUPP for any other name. */
+int smb_setxattr(void *loc, const struct ff_cred *cred, ff_node *node, const char *name,
+		 const void *value, size_t size, int flags);
+/* As smb_setxattr(). */
+int smb_removexattr(void *loc, const struct ff_cred *cred, ff_node *node, const char *name);
 
 /* ---- smb_pool.c ------------------------------------------------------------------------------ */
 

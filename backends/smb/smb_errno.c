@@ -3,7 +3,8 @@
  * smb_errno.c - errors of the SMB backend in one place. libsmbclient never hands NT_STATUS codes
  * to its callers: it maps them to errno itself (Samba's libcli/util/errmap_unix.c, EINVAL for
  * every status it does not list). So this is a table from libsmbclient's errno to ours, for
- * the few values that would mislead a POSIX program; op-specific fix-ups live in smb.c.
+ * the few values that would mislead a POSIX program; op-specific fix-ups live with the
+ * operations (smb_node.c, smb_file.c, smb_xattr.c).
  */
 #include <errno.h>
 

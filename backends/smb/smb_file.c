@@ -1,0 +1,594 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * smb_file.c - open files of the SMB backend: open, create, read, write, flush, fsync, release,
+ * the bookkeeping of each node's open handles (times set while open for writing), and closing
+ * and opening again the handles below a rename that their open files would refuse.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "backends/smb/smb.h"
+
+/* ---- files ---------------------------------------------------------------------------------- */
+
+/*
+ * The open handles of one node (loc->open, under loc->wlock).
+ *
+ * Explicit times set on a file while it is open for writing: Samba updates the write time of a
+ * written file at close (its delayed write time), over a time set in between through another
+ * handle when that came within two seconds of the first write, and libsmbclient can only set
+ * times through another handle. So such times are set again after each close of an SMB handle
+ * that wrote (in smb_flush() or smb_release()), until the last writer is released (cp -p, tar x
+ * and touch -r on an open file keep their mtime). A write after them cancels that.
+ *
+ * The handles themselves: libsmbclient opens without FILE_SHARE_DELETE, so the server refuses to
+ * rename an open file (or a directory with open files below). A rename that fails so while
+ * handles of ours are open below its source closes them, renames, and opens them again at the
+ * new path (smb_rename_open()); the core's silly rename of unlinked open files relies on it.
+ */
+struct smb_open_node {
+	GPtrArray *fhs; /* struct smb_file * */
+	unsigned int writers;
+	bool times_pending;
+	struct timeval tv[2];
+};
+
+void smb_open_node_free(gpointer p)
+{
+	struct smb_open_node *o = p;
+
+	g_ptr_array_free(o->fhs, TRUE);
+	g_free(o);
+}
+
+/* open(2) flags for libsmbclient (cli_open: access mode, create disposition, O_SYNC as
+ * write-through). Not O_APPEND: libsmbclient would seek to the end once, with an attribute
+ * query a write-only handle may not make; smb_write() appends by itself. */
+static int smb_open_flags(int flags)
+{
+	int out = flags & (O_ACCMODE | O_TRUNC | O_CREAT | O_EXCL);
+
+	if ((flags & O_SYNC) == O_SYNC)
+		out |= O_SYNC;
+	return out;
+}
+
+/* open(2) flags for opening a handle's file again: what it was opened with, less what only
+ * the first open may do. */
+static int smb_reopen_flags(int flags)
+{
+	return smb_open_flags(flags) & ~(O_CREAT | O_EXCL | O_TRUNC);
+}
+
+/* Open fh's file again on its own context (checked out), after smb_flush() closed it. */
+static int smb_fh_reopen(struct smb_loc *loc, struct smb_file *fh)
+{
+	char *url = smb_url(loc, fh->node, NULL);
+	SMBCFILE *f;
+	int rc = 0;
+
+	if (!url)
+		return -ESTALE;
+	f = smb_open_raw(fh->conn->ctx, url, smb_reopen_flags(fh->flags), 0, true, &rc);
+	g_free(url);
+	if (f)
+		fh->file = f;
+	return rc;
+}
+
+/*
+ * A handle's operations run on its own context, inside the gate (see struct smb_open_node);
+ * a lost connection loses the file: EIO. With `need_file`, a handle that smb_flush() closed
+ * is opened again first; a file that went away meanwhile is ESTALE, as NFS clients say.
+ */
+int smb_fh_begin(struct smb_loc *loc, struct smb_file *fh, bool need_file)
+{
+	int rc = -EIO; /* no context: the file could not be opened again after a rename */
+
+	g_rw_lock_reader_lock(&loc->gate);
+	if (fh->conn)
+		rc = smb_pool_get_conn(&loc->pool, fh->conn, false);
+	fh->t0 = g_get_monotonic_time();
+	if (rc == 0 && need_file && !fh->file) {
+		rc = smb_classify(loc, fh->conn, smb_fh_reopen(loc, fh), fh->t0);
+		if (rc) {
+			smb_pool_put(&loc->pool, fh->conn, rc);
+			if (smb_err_is_disconnect(rc))
+				rc = -EIO;
+			else if (rc == -ENOENT)
+				rc = -ESTALE;
+		}
+	}
+	if (rc)
+		g_rw_lock_reader_unlock(&loc->gate);
+	return rc;
+}
+
+int smb_fh_end(struct smb_loc *loc, struct smb_file *fh, int rc)
+{
+	rc = smb_classify(loc, fh->conn, rc, fh->t0);
+	smb_pool_put(&loc->pool, fh->conn, rc);
+	g_rw_lock_reader_unlock(&loc->gate);
+	return smb_err_is_disconnect(rc) ? -EIO : rc;
+}
+
+/* A handle of fh->node opened. */
+static void smb_opened(struct smb_loc *loc, struct smb_file *fh)
+{
+	struct smb_open_node *o;
+
+	g_mutex_lock(&loc->wlock);
+	o = g_hash_table_lookup(loc->open, fh->node);
+	if (!o) {
+		o = g_new0(struct smb_open_node, 1);
+		o->fhs = g_ptr_array_new();
+		g_hash_table_insert(loc->open, fh->node, o);
+	}
+	g_ptr_array_add(o->fhs, fh);
+	if ((fh->flags & O_ACCMODE) != O_RDONLY)
+		o->writers++;
+	g_mutex_unlock(&loc->wlock);
+}
+
+/* Explicit times are pending on `node`: true, and the times. */
+static bool smb_times_pending(struct smb_loc *loc, struct ff_pathnode *node, struct timeval tv[2])
+{
+	struct smb_open_node *o;
+	bool pending = false;
+
+	g_mutex_lock(&loc->wlock);
+	o = g_hash_table_lookup(loc->open, node);
+	if (o && o->times_pending) {
+		pending = true;
+		tv[0] = o->tv[0];
+		tv[1] = o->tv[1];
+	}
+	g_mutex_unlock(&loc->wlock);
+	return pending;
+}
+
+/* A handle was released; `dirty` when its SMB handle, closed just now, had written. True (and
+ * the times) when pending times must be set again; the last writer forgets them. */
+static bool smb_closed(struct smb_loc *loc, struct smb_file *fh, bool dirty, struct timeval tv[2])
+{
+	struct smb_open_node *o;
+	bool pending = false;
+
+	g_mutex_lock(&loc->wlock);
+	o = g_hash_table_lookup(loc->open, fh->node);
+	if (o) {
+		g_ptr_array_remove_fast(o->fhs, fh);
+		if (dirty && o->times_pending) {
+			pending = true;
+			tv[0] = o->tv[0];
+			tv[1] = o->tv[1];
+		}
+		if ((fh->flags & O_ACCMODE) != O_RDONLY && --o->writers == 0)
+			o->times_pending = false;
+		if (o->fhs->len == 0)
+			g_hash_table_remove(loc->open, fh->node);
+	}
+	g_mutex_unlock(&loc->wlock);
+	return pending;
+}
+
+/* Times were set on `node`: remember them while it has writers. */
+void smb_times_set(struct smb_loc *loc, struct ff_pathnode *node, const struct timeval tv[2])
+{
+	struct smb_open_node *o;
+
+	g_mutex_lock(&loc->wlock);
+	o = g_hash_table_lookup(loc->open, node);
+	if (o && o->writers > 0) {
+		o->times_pending = true;
+		o->tv[0] = tv[0];
+		o->tv[1] = tv[1];
+	}
+	g_mutex_unlock(&loc->wlock);
+}
+
+/* A write through `node`: it moves mtime, so earlier explicit times are history. */
+void smb_times_written(struct smb_loc *loc, struct ff_pathnode *node)
+{
+	struct smb_open_node *o;
+
+	g_mutex_lock(&loc->wlock);
+	o = g_hash_table_lookup(loc->open, node);
+	if (o)
+		o->times_pending = false;
+	g_mutex_unlock(&loc->wlock);
+}
+
+/* The open handles at `path` or below it (path as ff_pathtree_path() gives it). */
+static GPtrArray *smb_open_below(struct smb_loc *loc, const char *path)
+{
+	GPtrArray *out = g_ptr_array_new();
+	size_t len = strlen(path);
+	GHashTableIter it;
+	gpointer key, value;
+
+	g_mutex_lock(&loc->wlock);
+	g_hash_table_iter_init(&it, loc->open);
+	while (g_hash_table_iter_next(&it, &key, &value)) {
+		struct smb_open_node *o = value;
+		char *p = ff_pathtree_path(loc->tree, NULL, key, NULL);
+
+		if (p && strncmp(p, path, len) == 0 && (p[len] == '\0' || p[len] == '/')) {
+			for (guint i = 0; i < o->fhs->len; i++)
+				g_ptr_array_add(out, o->fhs->pdata[i]);
+		}
+		g_free(p);
+	}
+	g_mutex_unlock(&loc->wlock);
+	return out;
+}
+
+struct smb_open_arg {
+	const char *url;
+	int flags;
+	mode_t mode;
+	bool reopen; /* the handle had this access before (smb_rename_open()) */
+	struct smb_file *fh;
+	struct stat *st; /* create: attributes of the new file */
+};
+
+static int smb_open_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg)
+{
+	struct smb_open_arg *a = arg;
+	SMBCCTX *ctx = conn->ctx;
+	SMBCFILE *f;
+	int rc = 0;
+
+	f = smb_open_raw(ctx, a->url, a->flags, a->mode, a->reopen, &rc);
+	if (!f)
+		return rc;
+	a->fh->conn = conn;
+	a->fh->file = f;
+	a->fh->dirty = false;
+	if (a->st) {
+		memset(a->st, 0, sizeof(*a->st));
+		if (smbc_getFunctionFstat(ctx)(ctx, f, a->st) == 0) {
+			smb_fix_stat(loc, a->st);
+		} else {
+			rc = smb_stat_raw(ctx, a->url, a->st); /* write-only handle */
+			if (rc) {
+				smbc_getFunctionClose(ctx)(ctx, f);
+				return rc;
+			}
+			a->fh->no_fstat = true;
+			smb_fix_stat(loc, a->st);
+		}
+	}
+	smb_pool_file_opened(&loc->pool, conn);
+	return 0;
+}
+
+int smb_open(void *loc_, const struct ff_cred *cred, ff_node *node, int flags, void **fhp)
+{
+	struct smb_loc *loc = loc_;
+	struct smb_open_arg a = { 0 };
+	int rc;
+
+	a.url = smb_url(loc, smb_pn(node), NULL);
+	if (!a.url)
+		return -ESTALE;
+	a.flags = smb_open_flags(flags) & ~(O_CREAT | O_EXCL);
+	a.fh = g_new0(struct smb_file, 1);
+	a.fh->flags = flags;
+	rc = smb_run(loc, true, smb_open_fn, &a);
+	if (rc) {
+		g_free(a.fh);
+	} else {
+		ff_pathtree_ref(loc->tree, smb_pn(node));
+		a.fh->node = smb_pn(node);
+		smb_opened(loc, a.fh);
+		*fhp = a.fh;
+	}
+	g_free((char *)a.url);
+	return rc;
+}
+
+int smb_create(void *loc_, const struct ff_cred *cred, ff_node *parent, const char *name,
+	       mode_t mode, int flags, ff_node **node, struct stat *st, void **fhp)
+{
+	struct smb_loc *loc = loc_;
+	struct smb_open_arg a = { 0 };
+	bool ro;
+	int rc;
+
+	rc = smb_check_name(name);
+	if (rc)
+		return rc;
+	a.url = smb_url(loc, smb_pn(parent), name);
+	if (!a.url)
+		return -ENOENT;
+	a.flags = smb_open_flags(flags) | O_CREAT;
+	a.mode = mode;
+	a.st = st;
+	a.fh = g_new0(struct smb_file, 1);
+	a.fh->flags = flags;
+	/* A mode without write bits makes the new file read-only (the DOS attribute), as cifs
+	 * does at create; a file that existed keeps its attributes, so find out which it is. */
+	ro = !(mode & 0222);
+	if (ro && !(a.flags & O_EXCL)) {
+		a.flags |= O_EXCL;
+		rc = smb_run(loc, true, smb_open_fn, &a);
+		a.flags &= ~O_EXCL;
+		if (rc == -EEXIST) {
+			ro = false;
+			rc = smb_run(loc, true, smb_open_fn, &a);
+		}
+	} else {
+		rc = smb_run(loc, true, smb_open_fn, &a);
+	}
+	if (rc == 0 && ro) {
+		/* Our handle keeps the write access it was opened with. Best effort: the file
+		 * exists and is open now. */
+		struct smb_path_arg c = { .url = a.url, .mode = 0444 | S_IXUSR };
+
+		if (smb_run(loc, false, smb_chmod_fn, &c) == 0)
+			st->st_mode &= ~(mode_t)0222;
+	}
+	if (rc) {
+		g_free(a.fh);
+	} else {
+		*node = (ff_node *)ff_pathtree_child(loc->tree, smb_pn(parent), name);
+		ff_pathtree_ref(loc->tree, smb_pn(*node));
+		a.fh->node = smb_pn(*node);
+		smb_opened(loc, a.fh);
+		*fhp = a.fh;
+	}
+	g_free((char *)a.url);
+	return rc;
+}
+
+ssize_t smb_read(void *loc_, void *fh_, void *buf, size_t size, off_t off)
+{
+	struct smb_loc *loc = loc_;
+	struct smb_file *fh = fh_;
+	size_t done = 0;
+	SMBCCTX *ctx;
+	int rc;
+
+	rc = smb_fh_begin(loc, fh, true);
+	if (rc)
+		return rc;
+	ctx = fh->conn->ctx;
+	if (smbc_getFunctionLseek(ctx)(ctx, fh->file, off, SEEK_SET) < 0) {
+		rc = smb_err(errno);
+		goto out;
+	}
+	while (done < size) {
+		ssize_t n =
+			smbc_getFunctionRead(ctx)(ctx, fh->file, (char *)buf + done, size - done);
+
+		if (n < 0) {
+			rc = smb_err(errno);
+			break;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+out:
+	rc = smb_fh_end(loc, fh, rc);
+	if (rc && done == 0)
+		return rc;
+	return (ssize_t)done;
+}
+
+/* SMB has no append mode: with O_APPEND, each write goes where the file ends now. */
+ssize_t smb_write(void *loc_, const struct ff_cred *cred, void *fh_, const void *buf, size_t size,
+		  off_t off)
+{
+	struct smb_loc *loc = loc_;
+	struct smb_file *fh = fh_;
+	SMBCCTX *ctx;
+	ssize_t n;
+	int rc;
+
+	rc = smb_fh_begin(loc, fh, true);
+	if (rc)
+		return rc;
+	ctx = fh->conn->ctx;
+	smb_times_written(loc, fh->node);
+	fh->dirty = true;
+	if (fh->flags & O_APPEND) {
+		struct stat st;
+
+		rc = smb_fh_stat(loc, fh, &st);
+		if (rc)
+			goto out;
+		off = st.st_size;
+	}
+	if (smbc_getFunctionLseek(ctx)(ctx, fh->file, off, SEEK_SET) < 0) {
+		rc = smb_err(errno);
+		goto out;
+	}
+	n = smbc_getFunctionWrite(ctx)(ctx, fh->file, buf, size);
+	if (n < 0)
+		rc = smb_err(errno);
+	if (rc == -EINVAL)
+		rc = -EFBIG; /* past the largest file the server takes (its EFBIG comes back so) */
+	else if ((size_t)n != size)
+		rc = -EIO; /* cli_writeall writes all or fails */
+out:
+	rc = smb_fh_end(loc, fh, rc);
+	return rc ? rc : (ssize_t)size;
+}
+
+/* Explicit times of fh's node set again after an SMB handle that wrote was closed: the
+ * server's close moved mtime over them (see struct smb_open_node). Best effort, like close. */
+static void smb_times_reapply(struct smb_loc *loc, struct smb_file *fh, const struct timeval tv[2])
+{
+	struct smb_path_arg a = { .tv = { tv[0], tv[1] } };
+
+	a.url = smb_url(loc, fh->node, NULL);
+	if (a.url)
+		smb_run(loc, false, smb_utimes_fn, &a);
+	g_free((char *)a.url);
+}
+
+/*
+ * close(2). SMB writes are acknowledged by the server before write() returns here, so there is
+ * nothing deferred to report but a lost connection. But the server's view of mtime is: Samba
+ * updates the write time of a written file lazily (its "delayed write time", as Windows does):
+ * when the handle is closed, or two seconds after the first write; until then every stat,
+ * through any handle, shows mtime as it was when the file was opened. FUSE sends RELEASE, where
+ * the handle would be closed, asynchronously after close(2) returns, so `write; close; stat`
+ * showed the old mtime. So a handle that wrote is closed here, in close(2), and opened again on
+ * its own context only if it is used after that (a dup'd descriptor, mmap write-back): the
+ * CLOSE round trip moves from RELEASE into close(2), and nothing is added unless the handle
+ * is used again (one CREATE then). Setting the write time explicitly instead needs this very
+ * handle: a time set by path (all libsmbclient offers) goes through another handle, and the
+ * writer's own close moves mtime once more; setting end-of-file to the current size through
+ * the handle makes Samba update mtime at once, but needs the size first (a stat: two round
+ * trips in all) and would cut what another writer appended in between.
+ *
+ * fsync: libsmbclient 4.17 has no SMB2 FLUSH call, so the data is where the server's own
+ * policy ("strict sync") puts acknowledged writes; it reports a lost connection, as flush, and
+ * settles mtime the same way (a stat after fsync, the file still open, shows the write);
+ * fdatasync leaves mtime alone.
+ */
+static int smb_fh_settle(struct smb_loc *loc, struct smb_file *fh)
+{
+	struct timeval tv[2];
+	SMBCCTX *ctx;
+	bool closed = false;
+	int rc = smb_fh_begin(loc, fh, false);
+
+	if (rc)
+		return rc;
+	if (fh->file && fh->dirty) {
+		ctx = fh->conn->ctx;
+		/* libsmbclient forgets the handle even when the close fails. */
+		if (smbc_getFunctionClose(ctx)(ctx, fh->file) < 0)
+			rc = smb_err(errno);
+		fh->file = NULL;
+		fh->dirty = false;
+		closed = true;
+	}
+	rc = smb_fh_end(loc, fh, rc);
+	if (closed && smb_times_pending(loc, fh->node, tv))
+		smb_times_reapply(loc, fh, tv);
+	return rc;
+}
+
+int smb_flush(void *loc, void *fh)
+{
+	return smb_fh_settle(loc, fh);
+}
+
+int smb_fsync(void *loc_, void *fh_, int datasync)
+{
+	struct smb_loc *loc = loc_;
+	struct smb_file *fh = fh_;
+	int rc;
+
+	if (!datasync)
+		return smb_fh_settle(loc, fh);
+	rc = smb_fh_begin(loc, fh, false);
+	if (rc)
+		return rc;
+	return smb_fh_end(loc, fh, 0);
+}
+
+int smb_release(void *loc_, void *fh_)
+{
+	struct smb_loc *loc = loc_;
+	struct smb_file *fh = fh_;
+	struct smb_conn *conn;
+	struct timeval tv[2];
+	bool dirty = false, times;
+	int rc = 0;
+
+	/* Inside the gate until it has left loc->open: smb_rename_open() must not see it after.
+	 * No other operation of this handle runs any more: its fields may be read. */
+	g_rw_lock_reader_lock(&loc->gate);
+	conn = fh->conn;
+	if (!conn) {
+		rc = -EIO; /* lost across a rename */
+	} else if (fh->file) {
+		rc = smb_pool_get_conn(&loc->pool, conn, true);
+		if (rc == 0) {
+			dirty = fh->dirty;
+			/* libsmbclient forgets the handle even when the close fails. */
+			if (smbc_getFunctionClose(conn->ctx)(conn->ctx, fh->file) < 0)
+				rc = smb_err(errno);
+			smb_pool_file_closed(&loc->pool, conn);
+			smb_pool_put(&loc->pool, conn, rc);
+		} else {
+			/* The connection is gone; freeing the context closes what is left. */
+			smb_pool_file_closed(&loc->pool, conn);
+		}
+	} else {
+		smb_pool_file_closed(&loc->pool, conn); /* smb_flush() closed it */
+	}
+	times = smb_closed(loc, fh, dirty, tv);
+	g_rw_lock_reader_unlock(&loc->gate);
+	if (times)
+		smb_times_reapply(loc, fh, tv);
+	ff_pathtree_unref(loc->tree, fh->node);
+	g_free(fh);
+	return rc;
+}
+
+/*
+ * The rename failed because files are open at or below its source (no FILE_SHARE_DELETE, see
+ * struct smb_open_node). When they are ours: close them, rename, open them again where they
+ * are now. Handle operations wait at the gate meanwhile; a handle that cannot be opened again
+ * answers EIO from then on.
+ */
+int smb_rename_open(struct smb_loc *loc, struct smb_path_arg *a, int rc, struct ff_pathnode *parent,
+		    const char *name, struct ff_pathnode *newparent, const char *newname)
+{
+	char *path = ff_pathtree_path(loc->tree, NULL, parent, name);
+	GPtrArray *fhs;
+
+	if (!path)
+		return rc;
+	g_rw_lock_writer_lock(&loc->gate);
+	fhs = smb_open_below(loc, path);
+	if (fhs->len == 0)
+		goto out_unlock; /* not ours */
+	for (guint i = 0; i < fhs->len; i++) {
+		struct smb_file *fh = fhs->pdata[i];
+
+		if (!fh->conn)
+			continue;
+		if (fh->file && smb_pool_get_conn(&loc->pool, fh->conn, true) == 0) {
+			smbc_getFunctionClose(fh->conn->ctx)(fh->conn->ctx, fh->file);
+			smb_pool_file_closed(&loc->pool, fh->conn);
+			smb_pool_put(&loc->pool, fh->conn, 0);
+		} else {
+			/* Closed by smb_flush() already, or its connection is gone. */
+			smb_pool_file_closed(&loc->pool, fh->conn);
+		}
+		fh->file = NULL;
+		fh->conn = NULL;
+	}
+	rc = smb_run(loc, false, smb_rename_fn, a);
+	if (rc == 0)
+		ff_pathtree_rename(loc->tree, parent, name, newparent, newname, false);
+	for (guint i = 0; i < fhs->len; i++) {
+		struct smb_file *fh = fhs->pdata[i];
+		struct smb_open_arg o = { .fh = fh, .reopen = true };
+
+		if (fh->file)
+			continue;
+		o.url = smb_url(loc, fh->node, NULL);
+		o.flags = smb_reopen_flags(fh->flags);
+		if (o.url && smb_run(loc, true, smb_open_fn, &o) != 0)
+			g_warning("%s: a file open across a rename could not be opened again",
+				  loc->display);
+		g_free((char *)o.url);
+	}
+out_unlock:
+	g_rw_lock_writer_unlock(&loc->gate);
+	g_ptr_array_free(fhs, TRUE);
+	g_free(path);
+	return rc;
+}
