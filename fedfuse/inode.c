@@ -68,7 +68,7 @@ static struct ff_inode *find_locked(struct ff_itab *itab, uint16_t mnt_index, de
 	if (ino) {
 		struct ff_inode *inode = g_hash_table_lookup(itab->by_ino, &ino);
 
-		if (inode && obj_equal(inode, &probe))
+		if (inode && obj_equal(inode, &probe) && !inode->retired)
 			return inode;
 	}
 	if (g_hash_table_size(itab->by_obj) == 0)
@@ -190,6 +190,30 @@ void ff_itab_ref(struct ff_itab *itab, struct ff_inode *inode)
 	g_mutex_unlock(&itab->lock);
 }
 
+/* Whether `inode`, found by identity, is the object a backend reports again with `type`: not if
+ * the type changed, nor once it was removed through the mount (a removed directory answers with
+ * its last attributes). Called with the table mutex held. */
+static bool still_names(struct ff_inode *inode, mode_t type)
+{
+	bool removed;
+
+	if (inode->type != (type & S_IFMT))
+		return false;
+	g_mutex_lock(&inode->lock);
+	removed = inode->gone && inode->gone->removed;
+	g_mutex_unlock(&inode->lock);
+	return !removed;
+}
+
+/* Take `inode` out of the identity index for good; it lives on by number until the kernel
+ * forgets it. Called with the table mutex held. */
+static void retire_locked(struct ff_itab *itab, struct ff_inode *inode)
+{
+	if (counter_numbered(inode))
+		g_hash_table_remove(itab->by_obj, inode);
+	inode->retired = true;
+}
+
 /* Number a new object; called with the table mutex held. */
 static uint64_t assign_locked(struct ff_itab *itab, uint16_t mnt_index, ino_t bino)
 {
@@ -218,6 +242,10 @@ struct ff_inode *ff_itab_intern(struct ff_itab *itab, struct ff_mount *mnt, uint
 
 	g_mutex_lock(&itab->lock);
 	inode = find_locked(itab, mnt_index, dev, bino);
+	if (inode && !still_names(inode, type)) {
+		retire_locked(itab, inode);
+		inode = NULL;
+	}
 	if (inode) {
 		inode->nlookup++;
 		*created = false;
@@ -283,7 +311,7 @@ void ff_itab_forget(struct ff_itab *itab, uint64_t ino, uint64_t n)
 		return;
 	}
 	g_hash_table_remove(itab->by_ino, inode);
-	if (counter_numbered(inode))
+	if (counter_numbered(inode) && !inode->retired) /* a retired one's identity is another's */
 		g_hash_table_remove(itab->by_obj, inode);
 	g_mutex_unlock(&itab->lock);
 	inode_free(itab, inode);

@@ -51,6 +51,10 @@ struct ff_inode {
 	 * without CAP_FSETID may clear them, which the kernel does not learn from the reply.
 	 * Read and written with __atomic builtins (see ff_inode_note_mode). */
 	bool setid;
+	/* It no longer names its object: the object was removed, and the backend gave its
+	 * identity to a new one, of another type or after a removal through the mount (a server
+	 * reusing a file id). The kernel may still use its number; lookups never find it. */
+	bool retired;
 
 	/* Close-to-open consistency: the data version the kernel's page cache holds (under
 	 * `lock`, as are opencount and the fields after it). */

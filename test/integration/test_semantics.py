@@ -195,6 +195,36 @@ def test_open_dir_survives_rename(mounted):
         os.close(fd)
 
 
+def test_removed_identity_reused(mounted):
+    """A server gives a removed object's file id to the next new one (ganesha over ext4 and
+    tmpfs, smbd): a removed directory the kernel still holds (open here) must not lend its
+    record, its saved attributes or its empty listing to the new file or directory."""
+    base = mounted.p("a", "reuse")
+    os.mkdir(base)
+    for i in range(40):
+        d = os.path.join(base, f"d{i}")
+        os.mkdir(d)
+        held = os.open(d, os.O_RDONLY | os.O_DIRECTORY)  # the kernel keeps its inode
+        try:
+            os.rmdir(d)
+            f = os.path.join(base, f"f{i}")
+            create(f, b"new file")
+            st = os.stat(f)
+            assert stat.S_ISREG(st.st_mode) and st.st_nlink == 1, oct(st.st_mode)
+            assert read_file(f) == b"new file"
+            os.rename(f, f + ".moved")
+            assert read_file(f + ".moved") == b"new file"
+            os.unlink(f + ".moved")
+            sub = os.path.join(base, f"s{i}")
+            os.mkdir(sub)
+            create(os.path.join(sub, "inside"), b"x")
+            assert os.listdir(sub) == ["inside"]
+            os.unlink(os.path.join(sub, "inside"))
+            os.rmdir(sub)
+        finally:
+            os.close(held)
+
+
 def test_errno_enoent(mounted):
     for p in (mounted.p("missing"), mounted.p("a", "missing"), mounted.p("a", "x", "y"),
               mounted.p("virt", "missing"), mounted.p("virt", "deep", "missing"),

@@ -151,6 +151,58 @@ static void test_number_reuse(void)
 	ff_itab_free(itab);
 }
 
+/* A backend that gives a removed object's identity to a new one (NFS and SMB servers reuse file
+ * ids): a removed directory's record, or one of another type, is never revived. The old record
+ * keeps its number for the kernel; lookups find the new object under a number of its own. */
+static void test_identity_reused(void)
+{
+	struct released r = { 0 };
+	struct ff_itab *itab = ff_itab_new(on_release, &r);
+	struct ff_inode *dir, *file, *again, *dir2;
+	bool created;
+	uint64_t dir_ino;
+
+	dir = ff_itab_intern(itab, NULL, 2, 7, 500, NODE(1), S_IFDIR, &created);
+	g_assert_true(created);
+	dir_ino = dir->ino;
+	/* removed through the mount while the kernel still holds it */
+	g_mutex_lock(&dir->lock);
+	ff_inode_gone(dir)->removed = true;
+	g_mutex_unlock(&dir->lock);
+
+	/* a new file with the same identity: a new record, another number */
+	file = ff_itab_intern(itab, NULL, 2, 7, 500, NODE(2), S_IFREG, &created);
+	g_assert_true(created);
+	g_assert_true(file != dir);
+	g_assert_cmpuint(file->ino, !=, dir_ino);
+	g_assert_null(file->gone);
+	g_assert_true(ff_itab_get(itab, dir_ino) == dir);
+	g_assert_true(ff_itab_find(itab, 2, 7, 500) == file);
+	g_assert_cmpuint(ff_itab_find_number(itab, 2, 7, 500), ==, file->ino);
+	g_assert_cmpuint(ff_itab_predict(itab, 2, 7, 500), ==, file->ino);
+
+	/* the kernel forgets the old one: the new one stays found */
+	ff_itab_forget(itab, dir_ino, 1);
+	g_assert_cmpint(r.count, ==, 1);
+	g_assert_null(ff_itab_get(itab, dir_ino));
+	g_assert_true(ff_itab_find(itab, 2, 7, 500) == file);
+
+	/* the same file again: the same record */
+	again = ff_itab_intern(itab, NULL, 2, 7, 500, NODE(3), S_IFREG, &created);
+	g_assert_false(created);
+	g_assert_true(again == file);
+
+	/* the identity becomes a directory: the file's record is retired too, even unremoved */
+	dir2 = ff_itab_intern(itab, NULL, 2, 7, 500, NODE(4), S_IFDIR, &created);
+	g_assert_true(created);
+	g_assert_true(dir2 != file);
+	g_assert_true(ff_itab_find(itab, 2, 7, 500) == dir2);
+	ff_itab_forget(itab, file->ino, 2);
+	g_assert_true(ff_itab_find(itab, 2, 7, 500) == dir2);
+	g_assert_cmpuint(ff_itab_count(itab), ==, 1);
+	ff_itab_free(itab);
+}
+
 static void test_virtual(void)
 {
 	struct released r = { 0 };
@@ -213,6 +265,7 @@ int main(int argc, char *argv[])
 	g_test_add_func("/inode/partial-forget", test_partial_forget);
 	g_test_add_func("/inode/collisions", test_collisions);
 	g_test_add_func("/inode/number-reuse", test_number_reuse);
+	g_test_add_func("/inode/identity-reused", test_identity_reused);
 	g_test_add_func("/inode/virtual", test_virtual);
 	g_test_add_func("/inode/threads", test_threads);
 	return g_test_run();
