@@ -215,7 +215,10 @@ struct ff_backend_ops {
 	/* ---- files -------------------------------------------------------------------------- */
 
 	/* Open `node` with open(2) flags (O_CREAT/O_EXCL/O_NOCTTY already removed; O_TRUNC,
-	 * O_APPEND, O_SYNC, O_DIRECT kept). *fh is the backend's handle. */
+	 * O_APPEND, O_SYNC, O_DIRECT kept). *fh is the backend's handle. O_DIRECT is the core's
+	 * to serve (the mount keeps no page cache for the file): a backend need not pass it on,
+	 * and one that reads and writes the core's buffers directly must not, since they are not
+	 * aligned as direct I/O may demand. */
 	int (*open)(void *loc, const struct ff_cred *cred, ff_node *node, int flags, void **fh);
 	/* Create and open `name` (flags include O_CREAT and maybe O_EXCL). */
 	int (*create)(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,

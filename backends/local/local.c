@@ -497,9 +497,10 @@ static int local_open(void *loc, const struct ff_cred *cred, ff_node *node, int 
 	if (rc)
 		return rc;
 	/* Reopen the node itself; the kernel checks the access mode as the caller. O_NOFOLLOW
-	 * would refuse the magic link; the node is no symlink anyway. */
+	 * would refuse the magic link; the node is no symlink anyway. Not O_DIRECT: the data
+	 * comes in FUSE's buffers, which direct I/O would refuse as unaligned (backend.h). */
 	proc_fd_path(proc, node_fd(node));
-	fd = open(proc, (flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL)) | O_CLOEXEC);
+	fd = open(proc, (flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL | O_DIRECT)) | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 
@@ -544,7 +545,8 @@ static int local_create(void *loc, const struct ff_cred *cred, ff_node *parent, 
 		return rc;
 	mode = local_create_mode(mode, cred->umask);
 
-	fd = openat(node_fd(parent), name, flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode & 07777);
+	fd = openat(node_fd(parent), name, (flags & ~O_DIRECT) | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+		    mode & 07777);
 	if (fd < 0)
 		return -errno;
 

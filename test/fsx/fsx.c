@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * fsx - a file system exerciser: random reads, writes, truncates, mmap reads and writes,
- * O_DIRECT reads, fallocates, copy_file_range calls, SEEK_DATA/SEEK_HOLE, syncs and reopens on
+ * O_DIRECT reads and writes, fallocates, copy_file_range calls, SEEK_DATA/SEEK_HOLE, syncs and reopens on
  * ONE file, every result checked against an in-memory model of the file's bytes and size.
  * fedfuse's CI runs it on every backend (DESIGN §9); scripts/soak runs it for longer.
  * Deterministic for a seed, on any machine.
@@ -56,6 +56,7 @@ enum kind {
 	OP_MAPREAD,
 	OP_MAPWRITE,
 	OP_DREAD,
+	OP_DWRITE,
 	OP_TRUNCATE,
 	OP_FALLOCATE,
 	OP_COPY,
@@ -80,6 +81,7 @@ static struct kind_info kinds[NKINDS] = {
 	[OP_MAPREAD] = { .name = "mapread", .weight = 8, .flag = 'R' },
 	[OP_MAPWRITE] = { .name = "mapwrite", .weight = 10, .flag = 'W' },
 	[OP_DREAD] = { .name = "dread", .weight = 6, .flag = 'D' },
+	[OP_DWRITE] = { .name = "dwrite", .weight = 6, .flag = 'X' },
 	[OP_TRUNCATE] = { .name = "truncate", .weight = 8, .flag = 'T' },
 	[OP_FALLOCATE] = { .name = "fallocate", .weight = 12, .flag = 'F' },
 	[OP_COPY] = { .name = "copy", .weight = 10, .flag = 'C' },
@@ -146,8 +148,9 @@ static struct op *cur; /* the operation being done, NULL during setup */
 static sigjmp_buf sigbus_jmp;
 static volatile sig_atomic_t in_mapping;
 
-static uint8_t *dbuf;	   /* aligned buffer for O_DIRECT reads */
-static bool dread_aligned; /* O_DIRECT here needs offsets and lengths aligned to ALIGN */
+static uint8_t *dbuf;	    /* aligned buffer for O_DIRECT reads */
+static bool dread_aligned;  /* O_DIRECT here needs offsets and lengths aligned to ALIGN */
+static bool dwrite_aligned; /* the same for O_DIRECT writes */
 
 /* ---- reporting ------------------------------------------------------------------------------ */
 
@@ -167,6 +170,7 @@ static void describe(const struct op *o, char *s, size_t n)
 	case OP_WRITE:
 	case OP_MAPREAD:
 	case OP_DREAD:
+	case OP_DWRITE:
 		k = snprintf(s, n, "0x%jx thru 0x%jx (0x%jx bytes)", (intmax_t)o->off,
 			     (intmax_t)(o->off + o->len - 1), (intmax_t)o->len);
 		break;
@@ -549,6 +553,32 @@ static void do_dread(struct op *o)
 		fail_data("O_DIRECT read", &file, o->off, dbuf, n);
 }
 
+/* A write that bypasses the page cache, through a descriptor of its own: on return the data is
+ * in the file (a later read of any kind sees it). */
+static void do_dwrite(struct op *o)
+{
+	int fd = open(file.path, O_WRONLY | O_DIRECT);
+	ssize_t n;
+
+	if (fd < 0)
+		fail_sys("open O_DIRECT for writing", &file);
+	fill_pattern(o->num, o->off, o->len);
+	memcpy(dbuf, pattern, o->len);
+	n = pwrite(fd, dbuf, o->len, o->off);
+	if (n < 0)
+		fail_sys("pwrite O_DIRECT", &file);
+	if (close(fd) < 0)
+		fail_sys("close after pwrite O_DIRECT", &file);
+	if (n != o->len) {
+		fail_head("O_DIRECT pwrite of 0x%jx bytes at 0x%jx wrote 0x%zx", (intmax_t)o->len,
+			  (intmax_t)o->off, (size_t)n);
+		fail_end();
+	}
+	memcpy(file.good + o->off, pattern, o->len);
+	if (o->off + o->len > file.size)
+		file.size = o->off + o->len;
+}
+
 /* SEEK_DATA and SEEK_HOLE may report zeros as data (a file system need not keep holes), but a
  * byte the model says is not zero must never be inside a hole, and both stay within the size. */
 static void do_seek(struct op *o)
@@ -652,6 +682,7 @@ static void precheck(const struct op *o)
 	switch (o->kind) {
 	case OP_WRITE:
 	case OP_MAPWRITE:
+	case OP_DWRITE:
 		read_check(&file, o->off, o->len, how);
 		break;
 	case OP_TRUNCATE:
@@ -698,6 +729,9 @@ static void do_op(struct op *o)
 		break;
 	case OP_DREAD:
 		do_dread(o);
+		break;
+	case OP_DWRITE:
+		do_dwrite(o);
 		break;
 	case OP_TRUNCATE:
 		if ((o->sub ? truncate(file.path, o->off) : ftruncate(file.fd, o->off)) < 0)
@@ -826,6 +860,17 @@ static bool plan(struct op *o, const uint64_t r[4])
 			o->len = (o->len + ALIGN - 1) & ~(off_t)(ALIGN - 1);
 		}
 		return true;
+	case OP_DWRITE:
+		o->off = pick_off(r[1], shape, maxlen);
+		o->len = pick_len(r[2], shape,
+				  maxoplen < maxlen - o->off ? maxoplen : maxlen - o->off);
+		if (dwrite_aligned) {
+			o->off &= ~(off_t)(ALIGN - 1);
+			o->len = (o->len + ALIGN - 1) & ~(off_t)(ALIGN - 1);
+			if (o->off + o->len > maxlen)
+				return false;
+		}
+		return true;
 	case OP_TRUNCATE:
 		o->off = (off_t)(r[1] % (uint64_t)(maxlen + 1));
 		if ((shape & 7) == 1)
@@ -939,8 +984,8 @@ static void detect_direct(void)
 	if (fd < 0) {
 		if (errno != EINVAL && !unsupported(errno))
 			fail_sys("open O_DIRECT (detecting support)", &file);
-		note("O_DIRECT reads", errno);
-		kinds[OP_DREAD].off = true;
+		note("O_DIRECT", errno);
+		kinds[OP_DREAD].off = kinds[OP_DWRITE].off = true;
 		return;
 	}
 	/* Unaligned: a local file system refuses it, FUSE need not. */
@@ -955,6 +1000,28 @@ static void detect_direct(void)
 			       strerrorname_np(errno));
 	}
 	close(fd);
+	if (!kinds[OP_DWRITE].off) {
+		fd = open(file.path, O_WRONLY | O_DIRECT);
+		if (fd < 0) {
+			if (errno != EINVAL && !unsupported(errno))
+				fail_sys("open O_DIRECT for writing (detecting support)", &file);
+			note("O_DIRECT writes", errno);
+			kinds[OP_DWRITE].off = true;
+		} else {
+			/* Aligned ones must work wherever O_DIRECT opens: fsx then checks them. */
+			memset(dbuf, 0x5a, 1);
+			if (pwrite(fd, dbuf, 1, 1) < 0) {
+				if (errno != EINVAL)
+					fail_sys("pwrite O_DIRECT (detecting support)", &file);
+				dwrite_aligned = true;
+				if (!quiet)
+					printf("fsx: O_DIRECT writes: unaligned ones fail (%s): "
+					       "aligned ones only\n",
+					       strerrorname_np(errno));
+			}
+			close(fd);
+		}
+	}
 	if (ftruncate(file.fd, 0) < 0)
 		fail_sys("ftruncate", &file);
 }
@@ -993,7 +1060,7 @@ static void detect(void)
 			munmap(p, pagesize);
 		}
 	}
-	if (!kinds[OP_DREAD].off)
+	if (!kinds[OP_DREAD].off || !kinds[OP_DWRITE].off)
 		detect_direct();
 	if (!kinds[OP_SEEK].off && lseek(file.fd, 0, SEEK_DATA) < 0 && errno != ENXIO) {
 		if (errno != EINVAL && !unsupported(errno))
@@ -1057,6 +1124,7 @@ static const char usage_text[] =
 	"  -F          no fallocate           -C  no copy_file_range\n"
 	"  -T          no truncate            -O  no close and reopen\n"
 	"  -D          no O_DIRECT reads      -E  no SEEK_DATA/SEEK_HOLE\n"
+	"  -X          no O_DIRECT writes\n"
 	"  -Y          no fsync/fdatasync\n"
 	"  -h          this help\n"
 	"Numbers take a k, m or g suffix. What the file system lacks (fallocate modes,\n"
@@ -1117,7 +1185,7 @@ int main(int argc, char **argv)
 
 	saved_argc = argc;
 	saved_argv = argv;
-	while ((c = getopt(argc, argv, "N:S:l:o:c:qvRWFCTOYDEh")) != -1) {
+	while ((c = getopt(argc, argv, "N:S:l:o:c:qvRWFCTOYDEXh")) != -1) {
 		switch (c) {
 		case 'N':
 			nops = (unsigned long)parse_size(optarg, c);
@@ -1225,6 +1293,10 @@ int main(int argc, char **argv)
 	}
 	if (dread_aligned && !kinds[OP_DREAD].off) {
 		printf(" dread-unaligned");
+		c++;
+	}
+	if (dwrite_aligned && !kinds[OP_DWRITE].off) {
+		printf(" dwrite-unaligned");
 		c++;
 	}
 	printf("%s\n", c ? "" : " none");

@@ -270,6 +270,21 @@ def test_dd(mounted):
     assert tail == expected[7 * MiB:]
 
 
+def test_dd_direct(mounted):
+    """dd with oflag=direct and iflag=direct, as on a native disk: aligned blocks, then an odd
+    block size that direct I/O on a disk file system would refuse but the mount takes (FUSE
+    direct I/O has no alignment rule). The bytes are on the backing file when dd returns."""
+    data = random_bytes(64 * 4096 + 1000, seed=5)
+    src = create(os.path.join(mounted.tmp, "src"), data)
+    f = mounted.p("a", "direct.bin")
+    run(["dd", f"if={src}", f"of={f}", "bs=4096", "count=64", "oflag=direct", "status=none"])
+    assert read_file(mounted.d("a", "direct.bin")) == data[:64 * 4096]
+    run(["dd", f"if={src}", f"of={f}", "bs=1000", "oflag=direct", "status=none"])
+    assert read_file(mounted.d("a", "direct.bin")) == data
+    out = run(["dd", f"if={f}", "bs=4096", "iflag=direct", "status=none"]).stdout
+    assert out == data
+
+
 def test_truncate(mounted):
     f = create(mounted.p("a", "t"), b"0123456789")
     run(["truncate", "-s", "1M", f])
