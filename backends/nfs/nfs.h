@@ -2,7 +2,9 @@
 /*
  * nfs.h - internals shared by the files of the NFS backend: the per-location state, the pool of
  * libnfs contexts (one TCP connection and one mount each, never used by two threads at once),
- * the error table, and the NFSv4 COMPOUNDs we build ourselves where libnfs 4.0 falls short.
+ * the error table, the NFSv4 COMPOUNDs we build ourselves where libnfs 4.0 falls short, and what
+ * the operations (nfs_node.c, nfs_file.c, nfs_dir.c) share with each other and with the ops table
+ * (nfs.c).
  *
  * Lock order: nfs_handle.lock, then nfs_pool.lock, then the path tree's lock (pathnode.c);
  * nfs_loc.node_lock is taken alone.
@@ -95,6 +97,121 @@ static inline struct ff_pathnode *nfs_pnode(ff_node *node)
 {
 	return (struct ff_pathnode *)node;
 }
+
+/* ---- nfs.c ----------------------------------------------------------------------------------- */
+
+/* The path of `pn` (plus "/child") below the mount; NULL once no path reaches it. g_free it. */
+char *nfs_pnode_path(struct nfs_loc *loc, struct ff_pathnode *pn, const char *child);
+/* The same for a node. */
+char *nfs_node_path(struct nfs_loc *loc, ff_node *node, const char *child);
+/* A new node reference for the core, taking over the path node reference `pn`. */
+ff_node *nfs_node_new(struct ff_pathnode *pn);
+/* Remember a directory's attributes, for when it is gone (node_gone() in nfs_node.c). */
+void nfs_node_seen(struct nfs_loc *loc, ff_node *node, const struct stat *st);
+/* A new node reference for `name` in `parent`. */
+ff_node *nfs_child_node(struct nfs_loc *loc, ff_node *parent, const char *name);
+/* The path from the server's (pseudo) root, for our own NFSv4 COMPOUNDs. g_free it. */
+char *nfs_v4_path(struct nfs_loc *loc, const char *path);
+/* libnfs' attributes as a struct stat. */
+void nfs_stat_from_libnfs(const struct nfs_stat_64 *in, struct stat *st);
+/* lstat of `path` (below the mount) on a leased context. */
+int nfs_do_lstat(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, struct stat *st);
+
+/* An operation on a path with a context of the caller. */
+struct nfs_op {
+	struct nfs_loc *loc;
+	struct nfs_conn *conn;
+	struct nfs_context *nfs;
+	gint64 deadline;
+};
+
+/* Lease a context of the caller; `avoid`: see nfs_conn_get(). */
+int nfs_op_begin_avoid(struct nfs_op *op, struct nfs_loc *loc, const struct ff_cred *cred,
+		       const void *avoid);
+/* Lease a context of the caller. */
+int nfs_op_begin(struct nfs_op *op, struct nfs_loc *loc, const struct ff_cred *cred);
+/* Lease a context and make the path of `child` of `node` (NULL: `node`); see nfs.c. */
+int nfs_op_begin_at(struct nfs_op *op, struct nfs_loc *loc, const struct ff_cred *cred,
+		    ff_node *node, const char *child, char **path);
+/* End the lease with the operation's result (see nfs_conn_put()); returns `rc`. */
+int nfs_op_end(struct nfs_op *op, int rc);
+
+/* ---- nfs_node.c ------------------------------------------------------------------------------ */
+
+/* The location's root directory: its node and attributes. */
+int nfs_root(void *loc, const struct ff_cred *cred, ff_node **node, struct stat *st);
+/* `name` in `parent`: its node and attributes. */
+int nfs_lookup(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
+	       ff_node **node, struct stat *st);
+/* Drop the core's reference to a node. */
+void nfs_forget(void *loc, ff_node *node);
+/* The core keeps `keep` for what `fresh` names. */
+void nfs_relink(void *loc, ff_node *keep, ff_node *fresh);
+/* Attributes of a node; through `fh` when given on NFSv3, or when an open file's name is gone. */
+int nfs_getattr(void *loc, const struct ff_cred *cred, ff_node *node, void *fh, struct stat *st);
+/* Set attributes of `path` on the operation's context; `st` gets them after. */
+int nfs_setattr_path(struct nfs_op *op, const char *path, const struct stat *attr,
+		     unsigned int to_set, struct stat *st);
+/* Set attributes of a node, by its path. */
+int nfs_setattr(void *loc, const struct ff_cred *cred, ff_node *node, void *fh,
+		const struct stat *attr, unsigned int to_set, struct stat *st);
+/* A symlink's target, without NUL; -ENAMETOOLONG when it does not fit in `size`. */
+ssize_t nfs_readlink_node(void *loc, const struct ff_cred *cred, ff_node *node, char *buf,
+			  size_t size);
+/* mknod(2): regular files, fifos, sockets and device nodes. */
+int nfs_mknod_node(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
+		   mode_t mode, dev_t rdev, ff_node **node, struct stat *st);
+/* mkdir(2). */
+int nfs_mkdir_node(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
+		   mode_t mode, ff_node **node, struct stat *st);
+/* symlink(2); -ENAMETOOLONG for a target too long for libnfs to send. */
+int nfs_symlink_node(void *loc, const struct ff_cred *cred, const char *target, ff_node *parent,
+		     const char *name, ff_node **node, struct stat *st);
+/* link(2); a symlink is linked itself, not followed. */
+int nfs_link_node(void *loc, const struct ff_cred *cred, ff_node *node, ff_node *newparent,
+		  const char *newname, struct stat *st);
+/* unlink(2): anything but a directory. */
+int nfs_unlink_node(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name);
+/* rmdir(2): directories only. */
+int nfs_rmdir_node(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name);
+/* rename(2); no flags (-EINVAL: NFS has neither RENAME_NOREPLACE nor RENAME_EXCHANGE). */
+int nfs_rename_node(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
+		    ff_node *newparent, const char *newname, unsigned int flags);
+
+/* ---- nfs_file.c ------------------------------------------------------------------------------ */
+
+/* An open file: its context, libnfs handle and path node (nfs_file.c). */
+struct nfs_handle;
+
+/* Attributes of an open file, through its handle (on its own context, reopened if retired). */
+int nfs_handle_getattr(struct nfs_loc *loc, struct nfs_handle *h, struct stat *st);
+/* Open a node's file (no O_CREAT); once more on a fresh context when NFSv4 state was lost. */
+int nfs_open_file(void *loc, const struct ff_cred *cred, ff_node *node, int flags, void **fhp);
+/* Create and open `name` in `parent` (exclusively first; without O_EXCL an existing file is
+ * opened as it is). */
+int nfs_create_file(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
+		    mode_t mode, int flags, ff_node **nodep, struct stat *st, void **fhp);
+/* pread(2) through the handle's context, in reads of at most the server's rsize. */
+ssize_t nfs_read_file(void *loc, void *fh, void *buf, size_t size, off_t off);
+/* pwrite(2); with O_APPEND at the file's current end; NFSv4 through nfs4_pwrite_chunked(). */
+ssize_t nfs_write_file(void *loc, const struct ff_cred *cred, void *fh, const void *buf,
+		       size_t size, off_t off);
+/* close(2): COMMIT what was written, and report a write error not reported yet. */
+int nfs_flush_file(void *loc, void *fh);
+/* fsync(2) and fdatasync(2): COMMIT. */
+int nfs_fsync_file(void *loc, void *fh, int datasync);
+/* The last close of a handle: CLOSE on its context (unless retired), then free it. */
+int nfs_release_file(void *loc, void *fh);
+
+/* ---- nfs_dir.c ------------------------------------------------------------------------------- */
+
+/* Open a directory: its whole listing with attributes, read in one go; no context is held. */
+int nfs_opendir_node(void *loc, const struct ff_cred *cred, ff_node *node, void **dhp);
+/* Entries from `off` (an index); offset 0 after entries were served lists it again. */
+int nfs_readdir_node(void *loc, const struct ff_cred *cred, ff_node *node, void *dh, off_t off,
+		     bool plus, ff_fill_fn fill, void *buf);
+/* Free an open directory. */
+int nfs_releasedir_node(void *loc, void *dh);
 
 /* ---- nfs_errno.c ----------------------------------------------------------------------------- */
 

@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * nfs_file.c - open files of the NFS backend: open, create, read, write (NFSv4 writes split by
+ * nfs4_pwrite_chunked()), flush (COMMIT), fsync and release.
+ *
+ * File handles: a struct nfsfh belongs to the context that opened it, so a handle remembers its
+ * context, holds a reference on it, and leases that context for each operation (its own mutex
+ * serialises the handle). When the context is retired (connection broken, NFSv4 state lost), the
+ * handle reopens its file by path on a fresh context: NFSv3 handles are stateless, and NFSv4 opens
+ * whose lease expired must be reopened anyway.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+
+#include <nfsc/libnfs.h>
+
+#include "backends/nfs/nfs.h"
+
+struct nfs_handle {
+	GMutex lock;	       /* serialises every use of the handle */
+	struct nfs_conn *conn; /* owns fh; a reference; NULL after a failed reopen */
+	struct nfsfh *fh;
+	struct ff_pathnode *node; /* a reference: the path to reopen */
+	struct nfs_ident ident;	  /* who opened it */
+	int flags;		  /* O_ACCMODE | O_SYNC, for reopening */
+	bool append;
+	bool dirty; /* written since the last COMMIT */
+	int error;  /* a write error not yet reported by flush */
+};
+
+/* ---- file handles ---------------------------------------------------------------------------- */
+
+/* After opening `path` with O_TRUNC: libnfs 4.0 truncates only when opening for writing, Linux
+ * also for O_RDONLY (the kernel has checked that the caller may write). */
+static int open_truncate(struct nfs_op *op, const char *path, int flags)
+{
+	struct stat attr = { .st_size = 0 }, st;
+
+	if (!(flags & O_TRUNC) || (flags & O_ACCMODE) != O_RDONLY)
+		return 0;
+	return nfs_setattr_path(op, path, &attr, FF_SET_SIZE, &st);
+}
+
+static int open_flags(int flags)
+{
+	/* O_NOFOLLOW: opening a symlink fails ELOOP. O_APPEND is handled here, not by libnfs. */
+	return (flags & (O_ACCMODE | O_SYNC | O_DSYNC)) | O_NOFOLLOW;
+}
+
+/* Lease the handle's context, reopening the file on a fresh one if its context was retired.
+ * Called with h->lock held. */
+static int handle_begin(struct nfs_loc *loc, struct nfs_handle *h, gint64 deadline)
+{
+	struct nfs_conn *conn;
+	char *path;
+	int rc;
+
+	if (h->conn) {
+		rc = nfs_conn_lease(h->conn, deadline);
+		if (rc != -ENOTCONN)
+			return rc;
+		/* retired: its fh goes with it (closing it would only wait on a dead server) */
+		nfs_conn_opened(h->conn, h->node, false);
+		nfs_conn_orphan(h->conn, h->fh);
+		nfs_conn_unref(h->conn);
+		h->conn = NULL;
+		h->fh = NULL;
+	}
+	path = nfs_pnode_path(loc, h->node, NULL);
+	if (!path)
+		return -ESTALE;
+	/* A second try when the context's NFSv4 state is gone (it is retired): see
+	 * nfs_open_file(). */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		bool lost;
+
+		rc = nfs_conn_get(loc, &h->ident, deadline, h->node, &conn);
+		if (rc)
+			break;
+		rc = nfs_open(conn->nfs, path, open_flags(h->flags), &h->fh);
+		if (rc == 0) {
+			nfs_conn_ref(conn);
+			nfs_conn_opened(conn, h->node, true);
+			h->conn = conn;
+			break;
+		}
+		rc = nfs_map_error(conn->nfs, rc);
+		lost = nfs_error_lost_state(conn->nfs);
+		nfs_conn_put(conn, rc);
+		h->fh = NULL;
+		if (!lost)
+			break;
+	}
+	g_free(path);
+	return rc;
+}
+
+/* End the lease. Returns true when the error says the open state was lost and a retry after
+ * reopening may succeed. */
+static bool handle_end(struct nfs_handle *h, int rc)
+{
+	bool lost = rc < 0 && nfs_error_lost_state(h->conn->nfs);
+
+	nfs_conn_put(h->conn, rc);
+	return lost;
+}
+
+static struct nfs_handle *handle_new(struct nfs_loc *loc, struct nfs_conn *conn, struct nfsfh *fh,
+				     ff_node *node, const struct ff_cred *cred, int flags)
+{
+	struct nfs_handle *h = g_new0(struct nfs_handle, 1);
+
+	g_mutex_init(&h->lock);
+	h->conn = conn;
+	nfs_conn_ref(conn);
+	h->fh = fh;
+	h->node = nfs_pnode(node);
+	ff_pathtree_ref(loc->tree, h->node);
+	nfs_conn_opened(conn, h->node, true);
+	nfs_ident_from_cred(&h->ident, cred);
+	h->flags = flags & (O_ACCMODE | O_SYNC | O_DSYNC);
+	h->append = flags & O_APPEND;
+	return h;
+}
+
+int nfs_open_file(void *l, const struct ff_cred *cred, ff_node *node, int flags, void **fhp)
+{
+	struct nfs_loc *loc = l;
+	char *path = nfs_node_path(loc, node, NULL);
+	struct nfsfh *fh;
+	struct nfs_op op;
+	int rc;
+
+	if (!path)
+		return -ESTALE;
+	/* A second try on a fresh context when NFSv4 state was lost (lease expired, server
+	 * restarted): libnfs 4.0 never renews its lease. */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		bool lost;
+
+		rc = nfs_op_begin_avoid(&op, loc, cred, nfs_pnode(node));
+		if (rc)
+			break;
+		rc = nfs_open(op.nfs, path, open_flags(flags) | (flags & O_TRUNC), &fh);
+		if (rc == 0) {
+			rc = open_truncate(&op, path, flags);
+			if (rc) {
+				nfs_close(op.nfs, fh);
+				nfs_op_end(&op, rc);
+				break;
+			}
+			*fhp = handle_new(loc, op.conn, fh, node, cred, flags);
+			nfs_op_end(&op, 0);
+			break;
+		}
+		rc = nfs_map_error(op.nfs, rc);
+		lost = nfs_error_lost_state(op.nfs);
+		nfs_op_end(&op, rc);
+		if (!lost)
+			break;
+	}
+	g_free(path);
+	return rc;
+}
+
+/* Attributes of an open file: through its handle on NFSv3 (no path walk, and it works for an
+ * unlinked file); by path on NFSv4, whose libnfs attributes lack fsid. */
+int nfs_handle_getattr(struct nfs_loc *loc, struct nfs_handle *h, struct stat *st)
+{
+	gint64 deadline = nfs_deadline(loc);
+	struct nfs_stat_64 s;
+	int rc;
+
+	g_mutex_lock(&h->lock);
+	rc = handle_begin(loc, h, deadline);
+	if (rc)
+		goto out_unlock;
+	rc = nfs_fstat64(h->conn->nfs, h->fh, &s);
+	rc = rc < 0 ? nfs_map_error(h->conn->nfs, rc) : 0;
+	if (rc == 0)
+		nfs_stat_from_libnfs(&s, st);
+	handle_end(h, rc);
+out_unlock:
+	g_mutex_unlock(&h->lock);
+	return rc;
+}
+
+int nfs_create_file(void *l, const struct ff_cred *cred, ff_node *parent, const char *name,
+		    mode_t mode, int flags, ff_node **nodep, struct stat *st, void **fhp)
+{
+	struct nfs_loc *loc = l;
+	char *path = nfs_node_path(loc, parent, name);
+	struct nfsfh *fh = NULL;
+	struct ff_pathnode *pn;
+	bool made = true;
+	ff_node *node;
+	struct nfs_op op;
+	int rc;
+
+	if (!path)
+		return -ESTALE;
+	pn = ff_pathtree_child(loc->tree, nfs_pnode(parent), name); /* becomes the node */
+	rc = nfs_op_begin_avoid(&op, loc, cred, pn);
+	if (rc)
+		goto out_free;
+	/* Exclusive first: the kernel calls create() for names it believes absent. Without O_EXCL
+	 * an existing file is then opened as it is (libnfs 4.0's NFSv4 create fails EEXIST on it,
+	 * and NFSv3 UNCHECKED would apply our mode to it). */
+	rc = nfs_create(op.nfs, path, open_flags(flags) | O_CREAT | O_EXCL, mode & 07777, &fh);
+	if (rc < 0 && nfs_error_lost_state(op.nfs)) { /* see nfs_open_file() */
+		nfs_op_end(&op, nfs_map_error(op.nfs, rc));
+		rc = nfs_op_begin_avoid(&op, loc, cred, pn);
+		if (rc)
+			goto out_free;
+		rc = nfs_create(op.nfs, path, open_flags(flags) | O_CREAT | O_EXCL, mode & 07777,
+				&fh);
+	}
+	if (rc == -EEXIST && !(flags & O_EXCL)) {
+		made = false;
+		rc = nfs_open(op.nfs, path, open_flags(flags) | (flags & O_TRUNC), &fh);
+		if (rc == 0) {
+			rc = open_truncate(&op, path, flags);
+			if (rc) {
+				nfs_close(op.nfs, fh);
+				nfs_op_end(&op, rc);
+				goto out_free;
+			}
+		}
+	}
+	if (rc < 0) {
+		rc = nfs_op_end(&op, nfs_map_error(op.nfs, rc));
+		goto out_free;
+	}
+	if (made && loc->version == 4) {
+		/* libnfs 4.0 always creates NFSv4 files EXCLUSIVE4 (it tests `flags | O_EXCL`): no
+		 * mode is applied and the verifier is left in atime/mtime (dates in 2106). */
+		struct stat attr = { .st_mode = mode & 07777 };
+		char *full = nfs_v4_path(loc, path);
+
+		rc = nfs4_setattr(loc, op.nfs, full, &attr,
+				  FF_SET_MODE | FF_SET_ATIME | FF_SET_ATIME_NOW | FF_SET_MTIME |
+					  FF_SET_MTIME_NOW,
+				  st);
+		g_free(full);
+	} else {
+		rc = nfs_do_lstat(loc, op.nfs, path, st);
+	}
+	if (rc) {
+		nfs_close(op.nfs, fh);
+		nfs_op_end(&op, rc);
+		goto out_free;
+	}
+	node = nfs_node_new(g_steal_pointer(&pn));
+	*fhp = handle_new(loc, op.conn, fh, node, cred, flags);
+	*nodep = node;
+	nfs_op_end(&op, 0);
+out_free:
+	if (pn)
+		ff_pathtree_unref(loc->tree, pn);
+	g_free(path);
+	return rc;
+}
+
+ssize_t nfs_read_file(void *l, void *fhv, void *buf, size_t size, off_t off)
+{
+	struct nfs_loc *loc = l;
+	struct nfs_handle *h = fhv;
+	gint64 deadline = nfs_deadline(loc);
+	size_t done = 0;
+	ssize_t rc = 0;
+
+	g_mutex_lock(&h->lock);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		rc = handle_begin(loc, h, deadline);
+		if (rc)
+			break;
+		while (done < size) {
+			size_t chunk = MIN(size - done, h->conn->readmax);
+			int n = nfs_pread(h->conn->nfs, h->fh, (uint64_t)off + done, chunk,
+					  (char *)buf + done);
+
+			if (n < 0) {
+				rc = nfs_map_error(h->conn->nfs, n);
+				break;
+			}
+			if (n == 0)
+				break;
+			done += (size_t)n;
+		}
+		if (!handle_end(h, (int)rc) || done)
+			break;
+	}
+	g_mutex_unlock(&h->lock);
+	return rc < 0 && done == 0 ? rc : (ssize_t)done;
+}
+
+static ssize_t write_locked(struct nfs_loc *loc, struct nfs_handle *h, const void *buf, size_t size,
+			    off_t off, gint64 deadline)
+{
+	struct nfs_context *nfs = h->conn->nfs;
+	int rc;
+
+	if (h->append) {
+		struct nfs_stat_64 s;
+
+		rc = nfs_fstat64(nfs, h->fh, &s);
+		if (rc < 0)
+			return nfs_map_error(nfs, rc);
+		off = (off_t)s.nfs_size;
+	}
+	if (loc->version == 4)
+		return nfs4_pwrite_chunked(nfs, h->fh, (uint64_t)off, size, buf, deadline);
+	/* libnfs splits an NFSv3 write by the server's wsize and keeps the pieces in flight. */
+	rc = nfs_pwrite(nfs, h->fh, (uint64_t)off, size, buf);
+	if (rc < 0)
+		return nfs_map_error(nfs, rc);
+	return rc == (int)size ? rc : -EIO;
+}
+
+ssize_t nfs_write_file(void *l, const struct ff_cred *cred, void *fhv, const void *buf, size_t size,
+		       off_t off)
+{
+	struct nfs_loc *loc = l;
+	struct nfs_handle *h = fhv;
+	gint64 deadline = nfs_deadline(loc);
+	ssize_t rc = 0;
+
+	if (size > INT_MAX)
+		size = INT_MAX & ~4095;
+	g_mutex_lock(&h->lock);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		rc = handle_begin(loc, h, deadline);
+		if (rc)
+			break;
+		rc = write_locked(loc, h, buf, size, off, deadline);
+		if (rc >= 0)
+			h->dirty = true;
+		if (!handle_end(h, rc < 0 ? (int)rc : 0))
+			break;
+	}
+	g_mutex_unlock(&h->lock);
+	return rc;
+}
+
+static int commit_locked(struct nfs_loc *loc, struct nfs_handle *h)
+{
+	int rc = handle_begin(loc, h, nfs_deadline(loc));
+
+	if (rc)
+		return rc;
+	rc = nfs_fsync(h->conn->nfs, h->fh);
+	rc = rc < 0 ? nfs_map_error(h->conn->nfs, rc) : 0;
+	handle_end(h, rc);
+	if (rc == 0)
+		h->dirty = false;
+	return rc;
+}
+
+/* close(2): make written data stable on the server (COMMIT), as the kernel's NFS client does,
+ * so that close() reports what a server restart would lose. */
+int nfs_flush_file(void *l, void *fhv)
+{
+	struct nfs_loc *loc = l;
+	struct nfs_handle *h = fhv;
+	int rc = 0;
+
+	g_mutex_lock(&h->lock);
+	if (h->dirty)
+		rc = commit_locked(loc, h);
+	if (h->error) {
+		rc = h->error;
+		h->error = 0;
+	}
+	g_mutex_unlock(&h->lock);
+	return rc;
+}
+
+int nfs_fsync_file(void *l, void *fhv, int datasync)
+{
+	struct nfs_loc *loc = l;
+	struct nfs_handle *h = fhv;
+	int rc;
+
+	g_mutex_lock(&h->lock);
+	rc = commit_locked(loc, h);
+	g_mutex_unlock(&h->lock);
+	return rc;
+}
+
+int nfs_release_file(void *l, void *fhv)
+{
+	struct nfs_loc *loc = l;
+	struct nfs_handle *h = fhv;
+	int rc = 0;
+
+	if (h->conn) {
+		/* Close on the context that opened it, unless that one is retired. */
+		rc = nfs_conn_lease(h->conn, nfs_deadline(loc));
+		if (rc == 0) {
+			rc = nfs_close(h->conn->nfs, h->fh);
+			rc = rc < 0 ? nfs_map_error(h->conn->nfs, rc) : 0;
+			nfs_conn_put(h->conn, rc);
+			/* NFSv4 state already gone (lease expired; or the same file opened twice on
+			 * one context, whose one open-owner then shares one stateid): nothing to
+			 * close. */
+			if (rc < 0 && nfs_error_lost_state(h->conn->nfs))
+				rc = 0;
+			nfs_conn_opened(h->conn, h->node, false);
+		} else {
+			/* not closed: freed with its context (the server forgets the open when
+			 * its lease expires) */
+			nfs_conn_opened(h->conn, h->node, false);
+			nfs_conn_orphan(h->conn, h->fh);
+			if (rc == -ENOTCONN)
+				rc = 0;
+		}
+		nfs_conn_unref(h->conn);
+	}
+	ff_pathtree_unref(loc->tree, h->node);
+	g_mutex_clear(&h->lock);
+	g_free(h);
+	return rc;
+}
