@@ -188,11 +188,19 @@ static size_t add_plus(struct ff_state *s, fuse_req_t req, const struct ff_cred 
 
 	if (fuse_add_direntry_plus(req, NULL, 0, d->name, NULL, 0) > rem)
 		return 0;
-	if (d->node && ff_resolve_is_junction(s, dir->t.mnt, d->node, &d->st))
-		d->st.st_mode = S_IFDIR | FF_JUNCTION_DEFAULT_MODE; /* entered by name below */
-	else if (d->node) {
-		ff_resolve_entry(s, dir->t.mnt, d->node, &d->st, &e);
+	if (d->node) { /* the object, or the root of the location it is a junction to */
+		bool junction = false;
+		int rc = ff_resolve_found(s, cred, dir->t.mnt, d->node, &d->st, false, &e,
+					  &junction);
+
 		d->node = NULL;
+		if (rc == 0)
+			goto out_add;
+		/* An unreachable junction: list the name; a later lookup reports why. */
+		memset(&e, 0, sizeof(e));
+		e.attr = d->st;
+		if (junction)
+			e.attr.st_mode = S_IFDIR | FF_JUNCTION_DEFAULT_MODE;
 		goto out_add;
 	}
 	if (d->bare) {

@@ -334,19 +334,19 @@ static void ff_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 }
 
 /* Before rmdir on a path-named backend: the inode the kernel holds for that directory, if any,
- * with its attributes. */
+ * with its attributes; a reference to it, for the caller to forget. */
 static struct ff_inode *dir_to_remove(struct ff_request *op, const char *name, struct stat *st)
 {
 	struct ff_mount *m = op->t.mnt;
-	struct ff_inode *inode;
 	ff_node *node;
 
 	if (!(m->be->caps & FF_CAP_PATH_NODES) ||
 	    ff_gw_lookup(m, &op->h.cred, op->t.bnode, name, &node, st) < 0)
 		return NULL;
 	ff_gw_forget(m, node);
-	inode = ff_itab_find(op->s->itab, m->index, st->st_dev, st->st_ino);
-	return inode && S_ISDIR(st->st_mode) ? inode : NULL;
+	if (!S_ISDIR(st->st_mode))
+		return NULL;
+	return ff_itab_find_ref(op->s->itab, m->index, st->st_dev, st->st_ino);
 }
 
 static void ff_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -373,6 +373,8 @@ static void ff_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		gone->removed_st.st_ino = victim->ino;
 		g_mutex_unlock(&victim->lock);
 	}
+	if (victim)
+		ff_itab_forget(op.s->itab, victim->ino, 1);
 	ff_reply_err(req, rc);
 	ff_req_end(&op);
 }

@@ -31,7 +31,8 @@ int ff_hide_if_open(struct ff_request *op, struct ff_inode *dir, struct ff_targe
 		return 0;
 	if (ff_gw_lookup(m, &op->h.cred, dt->bnode, name, &node, &st) < 0)
 		return 0; /* the operation itself will say what is wrong */
-	victim = ff_itab_find(op->s->itab, m->index, st.st_dev, st.st_ino);
+	/* A reference, so that the kernel forgetting it meanwhile cannot free it under us. */
+	victim = ff_itab_find_ref(op->s->itab, m->index, st.st_dev, st.st_ino);
 	open = false;
 	if (victim && !S_ISDIR(st.st_mode) && st.st_nlink == 1) { /* its last name */
 		g_mutex_lock(&victim->lock);
@@ -43,20 +44,25 @@ int ff_hide_if_open(struct ff_request *op, struct ff_inode *dir, struct ff_targe
 	if (open && victim->bnode != node)
 		ff_gw_relink(m, victim->bnode, node);
 	ff_gw_forget(m, node);
+	rc = 0;
 	if (!open)
-		return 0;
+		goto out_put;
 	hidden = g_strdup_printf(".fedfuse_hidden%016" PRIx64 "%08x", victim->ino,
 				 (unsigned)g_atomic_int_add(&counter, 1));
 	rc = ff_gw_rename(m, &op->h.cred, dt->bnode, name, dt->bnode, hidden, 0);
 	if (rc < 0)
-		return rc;
+		goto out_put;
 	ff_itab_ref(op->s->itab, dir); /* keeps the directory until the hidden name is removed */
 	g_mutex_lock(&victim->lock);
 	ff_inode_gone(victim)->hidden_parent = dir;
 	victim->gone->hidden_name = g_steal_pointer(&hidden);
 	g_mutex_unlock(&victim->lock);
 	ff_remove_hidden(op->s, victim); /* closed meanwhile: its release found no hidden name */
-	return 1;
+	rc = 1;
+out_put:
+	if (victim)
+		ff_itab_forget(op->s->itab, victim->ino, 1);
+	return rc;
 }
 
 /* The last close of a file that was unlinked while open on a path-named backend. */

@@ -124,7 +124,9 @@ struct ff_inode *ff_itab_intern(struct ff_itab *itab, struct ff_mount *mnt, uint
  * `ns_path` (the same path always gets the same number). Counts one lookup. */
 struct ff_inode *ff_itab_intern_virtual(struct ff_itab *itab, uint64_t ino, const char *ns_path);
 
-/* The inode of object (mnt_index, dev, bino) if the table has it, counting nothing. */
+/* The inode of object (mnt_index, dev, bino) if the table has it, counting nothing: the pointer
+ * may be freed by a concurrent forget at once, so use it only under the table's own rules (the
+ * unit tests), or take ff_itab_find_ref() instead. */
 struct ff_inode *ff_itab_find(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino);
 
 /* The number of object (mnt_index, dev, bino) if the table has it, else 0. */

@@ -330,15 +330,6 @@ bool ff_resolve_referral_hidden(struct ff_state *s, const struct ff_referral *re
 	return true;
 }
 
-bool ff_resolve_is_junction(struct ff_state *s, struct ff_mount *mnt, ff_node *node,
-			    const struct stat *st)
-{
-	struct ff_jentry *e = junction_of(s, mnt, node, st);
-
-	ff_jentry_unref(e);
-	return e != NULL;
-}
-
 int ff_target_get(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *inode,
 		  struct ff_target *t)
 {
@@ -427,6 +418,30 @@ static int lookup_ns(struct ff_state *s, const struct ff_cred *cred, struct ff_t
 	return 0;
 }
 
+int ff_resolve_found(struct ff_state *s, const struct ff_cred *cred, struct ff_mount *mnt,
+		     ff_node *bnode, const struct stat *st, bool off_tree,
+		     struct fuse_entry_param *e, bool *junction)
+{
+	struct ff_jentry *je = junction_of(s, mnt, bnode, st);
+	struct ff_inode *inode;
+	int rc;
+
+	if (junction)
+		*junction = je != NULL;
+	if (je) {
+		ff_gw_forget(mnt, bnode);
+		rc = enter(s, cred, je->id, je->junction->locations, mnt->attr_timeout, mnt, NULL,
+			   e);
+		ff_jentry_unref(je);
+		return rc;
+	}
+	inode = intern(s, mnt, bnode, st);
+	if (off_tree) /* no longer (or never) part of the namespace tree */
+		set_ns_path(inode, NULL);
+	fill_entry(inode, st, ff_mount_cache_timeout(mnt), e);
+	return 0;
+}
+
 int ff_resolve_lookup(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *parent,
 		      const char *name, struct fuse_entry_param *e)
 {
@@ -461,23 +476,8 @@ int ff_resolve_lookup(struct ff_state *s, const struct ff_cred *cred, struct ff_
 		goto out_put;
 	}
 	rc = lookup_backend(s, cred, &t, name, &bnode, &st);
-	if (rc == 0) {
-		struct ff_jentry *je = junction_of(s, t.mnt, bnode, &st);
-		struct ff_inode *inode;
-
-		if (je) {
-			ff_gw_forget(t.mnt, bnode);
-			rc = enter(s, cred, je->id, je->junction->locations, t.mnt->attr_timeout,
-				   t.mnt, NULL, e);
-			ff_jentry_unref(je);
-			goto out_put;
-		}
-		inode = intern(s, t.mnt, bnode, &st);
-
-		if (dir) /* no longer (or never) part of the namespace tree */
-			set_ns_path(inode, NULL);
-		fill_entry(inode, &st, ff_mount_cache_timeout(t.mnt), e);
-	}
+	if (rc == 0)
+		rc = ff_resolve_found(s, cred, t.mnt, bnode, &st, dir != NULL, e, NULL);
 out_put:
 	ff_target_put(s, &t);
 	return rc;

@@ -38,9 +38,12 @@ void ff_resolve_entry_held(struct ff_mount *mnt, struct ff_inode *inode, const s
 /* Whether a referral with on-unreachable=skip is hidden now: every location is down. */
 bool ff_resolve_referral_hidden(struct ff_state *s, const struct ff_referral *ref);
 
-/* Whether the object `node` (with attributes `st`) of `mnt` is a junction (cached). */
-bool ff_resolve_is_junction(struct ff_state *s, struct ff_mount *mnt, ff_node *node,
-			    const struct stat *st);
+/* The entry for the object `bnode` (attributes `st`) just found in `mnt`, consumed: the root of
+ * the location it leads to when it is a junction (cached), else the object itself (with
+ * `off_tree`, its inode leaves the namespace tree). *junction (if not NULL) says which. */
+int ff_resolve_found(struct ff_state *s, const struct ff_cred *cred, struct ff_mount *mnt,
+		     ff_node *bnode, const struct stat *st, bool off_tree,
+		     struct fuse_entry_param *e, bool *junction);
 
 /* Attributes of an inode: from its backend, or made up for namespace-only inodes. */
 /* Attributes as the namespace shows them: a file unlinked while open (kept under a hidden
