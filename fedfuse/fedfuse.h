@@ -18,17 +18,11 @@
 #include "fedfuse/mount.h"
 #include "fedfuse/namespace.h"
 
+/* fedfuse's own options (main.c's fuse_opt table); libfuse's are in its fuse_cmdline_opts. */
 struct ff_options {
 	char *namespace_file;
-	int show_help;
-	int show_version;
-	int foreground;
-	int debug;
-	int singlethread;
-	int clone_fd;
-	unsigned int max_idle_threads;
-	unsigned int max_threads;
 	unsigned int readahead_kib; /* the kernel's read-ahead window for the mount */
+	bool default_permissions;   /* -o default_permissions: passed on to the kernel too */
 };
 
 /*

@@ -36,6 +36,8 @@ struct positional {
 	bool extra;
 };
 
+enum { KEY_DEFAULT_PERMISSIONS = 1 };
+
 static const struct fuse_opt option_spec[] = {
 	/* fuse_opt applies every template that matches, in order, and "--namespace %s" also
 	 * matches "--namespace=FILE" (with "=FILE" as the value): the exact form comes last. */
@@ -43,6 +45,8 @@ static const struct fuse_opt option_spec[] = {
 	{ "--namespace=%s", offsetof(struct ff_options, namespace_file), 0 },
 	{ "namespace=%s", offsetof(struct ff_options, namespace_file), 0 },
 	{ "readahead=%u", offsetof(struct ff_options, readahead_kib), 0 },
+	/* Ours to know, the kernel's to enforce: noted, and passed on (option_proc). */
+	FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
 	/* fstab-only options: accepted and ignored, as mount(8) may pass them on. */
 	FUSE_OPT_KEY("_netdev", FUSE_OPT_KEY_DISCARD),
 	FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
@@ -59,6 +63,10 @@ static struct positional positional;
 
 static int option_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 {
+	struct ff_options *opts = data;
+
+	if (key == KEY_DEFAULT_PERMISSIONS)
+		opts->default_permissions = true;
 	if (key != FUSE_OPT_KEY_NONOPT)
 		return 1; /* keep: libfuse parses the rest */
 	if (positional.count == 2) {
@@ -306,9 +314,7 @@ int main(int argc, char *argv[])
 	}
 	if (positional.count == 1)
 		fuse_opt_add_arg(&args, positional.args[0]);
-	for (int i = 0; i < args.argc; i++)
-		if (strstr(args.argv[i], "default_permissions"))
-			s.default_permissions = true;
+	s.default_permissions = s.opts.default_permissions;
 	if (fuse_parse_cmdline(&args, &cmd) != 0)
 		return 1;
 	if (cmd.show_help) {
