@@ -128,6 +128,15 @@ static int local_mount(const struct ff_location_spec *spec, const struct ff_noti
 	fd = open(spec->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
+		/* Not there (yet: a disk not mounted, a directory not made): the location is
+		 * unreachable, as a server that does not answer; the core retries it. */
+		if (rc == -ENOENT || rc == -ENOTDIR || rc == -ENXIO || rc == -ENODEV ||
+		    rc == -ESTALE || rc == -EIO) {
+			if (msg)
+				*msg = g_strdup_printf("cannot open %s: %s", spec->path,
+						       g_strerror(-rc));
+			return -EHOSTDOWN;
+		}
 		goto out_msg;
 	}
 

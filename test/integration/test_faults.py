@@ -26,7 +26,7 @@ import pytest
 from conftest import backend_module_present, read_servers_env, stop_or_fail, uri_below
 from servers_util import (PrivateServers, Timed, errno_of, location_state, location_xattr,
                           poll, port_listens, read_locations, timed)
-from util import namespace_text, read_file, write_file
+from util import namespace_text, read_file, wait_until, write_file
 
 TIMEOUT = 3  # the namespace's timeout=, seconds
 OP_BOUND = TIMEOUT + 2  # an operation on a stopped server fails within this (issues 5, 6)
@@ -585,3 +585,32 @@ def test_two_readers_at_once(trees, tmp_path, mount_factory, kind):
     assert results == digests
     print(f"{kind}: two 256 MiB files read at once in {max(ends.values()):.1f} s")
     stop_or_fail(m)
+
+
+def test_missing_local_directory_is_unreachable(tmp_path, mount_factory):
+    """A file:// location whose directory does not exist is unreachable, as README says
+    (EHOSTDOWN, state down with the reason), the next replica serves, and the location comes
+    back by itself once the directory exists."""
+    missing = str(tmp_path / "not-yet")
+    replica = local_dir(tmp_path, "replica")
+    m = mount_factory(ns_text([("/only", ["file://" + missing], None),
+                               ("/r", ["file://" + missing, "file://" + replica], None)]))
+    m.expect_log(r"location file://" + re.escape(missing) + r" is unreachable")
+    m.start()
+    with pytest.raises(OSError) as e:
+        os.listdir(os.path.join(m.mnt, "only"))
+    assert e.value.errno == errno.EHOSTDOWN, e.value
+    assert location_state(m.mnt, "/only", "file://" + missing) == "down"
+    text = open(os.path.join(m.mnt, ".fedfuse", "locations")).read()
+    assert "No such file or directory" in text, text
+    assert read_file(os.path.join(m.mnt, "r", "l")) == b"local\n"  # the replica serves
+    os.mkdir(missing)
+    write_file(os.path.join(missing, "here"), b"back\n")
+
+    def back():
+        try:
+            return read_file(os.path.join(m.mnt, "only", "here")) == b"back\n"
+        except OSError:
+            return False
+    assert wait_until(back, RECOVERY), open(os.path.join(m.mnt, ".fedfuse", "locations")).read()
+
