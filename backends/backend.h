@@ -48,6 +48,11 @@
  * readdir() in plus mode, and dropped by forget(). */
 typedef struct ff_node ff_node;
 
+/* An open file (open(), create()) and an open directory (opendir()) of a backend: opaque to the
+ * core, distinct types so that one is never passed for the other. */
+typedef struct ff_fh ff_fh;
+typedef struct ff_dh ff_dh;
+
 /* What the namespace file says about one location. Strings stay valid until unmount(). */
 struct ff_location_spec {
 	const char *uri;	 /* as written, e.g. "nfs://h/export?version=4" (never logged
@@ -181,11 +186,11 @@ struct ff_backend_ops {
 	void (*relink)(void *loc, ff_node *keep, ff_node *fresh);
 
 	/* Attributes. `fh` is an open handle of this node or NULL. */
-	int (*getattr)(void *loc, const struct ff_cred *cred, ff_node *node, void *fh,
+	int (*getattr)(void *loc, const struct ff_cred *cred, ff_node *node, ff_fh *fh,
 		       struct stat *st);
 	/* Change the attributes selected by `to_set` (enum ff_set) to the values in `attr`; then
 	 * fill `st`. */
-	int (*setattr)(void *loc, const struct ff_cred *cred, ff_node *node, void *fh,
+	int (*setattr)(void *loc, const struct ff_cred *cred, ff_node *node, ff_fh *fh,
 		       const struct stat *attr, unsigned int to_set, struct stat *st);
 
 	/* Read a symlink's target into buf (not NUL-terminated). Returns its length, or -errno.
@@ -219,35 +224,36 @@ struct ff_backend_ops {
 	 * to serve (the mount keeps no page cache for the file): a backend need not pass it on,
 	 * and one that reads and writes the core's buffers directly must not, since they are not
 	 * aligned as direct I/O may demand. */
-	int (*open)(void *loc, const struct ff_cred *cred, ff_node *node, int flags, void **fh);
+	int (*open)(void *loc, const struct ff_cred *cred, ff_node *node, int flags, ff_fh **fh);
 	/* Create and open `name` (flags include O_CREAT and maybe O_EXCL). */
 	int (*create)(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
-		      mode_t mode, int flags, ff_node **node, struct stat *st, void **fh);
+		      mode_t mode, int flags, ff_node **node, struct stat *st, ff_fh **fh);
 	/* Returns bytes read (short only at end of file), or -errno. */
-	ssize_t (*read)(void *loc, void *fh, void *buf, size_t size, off_t off);
+	ssize_t (*read)(void *loc, ff_fh *fh, void *buf, size_t size, off_t off);
 	/* Returns bytes written, honouring O_APPEND (off ignored): all of them, or fewer when an
 	 * error struck after some were written (as write(2)), or -errno when none were.
 	 * Data-changing calls (write, fallocate, copy_file_range) act as `cred`, the writer (not
 	 * the opener): a writer without CAP_FSETID clears the file's setuid and setgid bits the way
 	 * the kernel does for a direct write (setgid also when the writer is not in the file's
 	 * group, Linux >= 6.2), and a root writer keeps them. */
-	ssize_t (*write)(void *loc, const struct ff_cred *cred, void *fh, const void *buf,
+	ssize_t (*write)(void *loc, const struct ff_cred *cred, ff_fh *fh, const void *buf,
 			 size_t size, off_t off);
 	/* Optional: a kernel file descriptor for this handle, so the core can splice data between
 	 * it and /dev/fuse without copies. Returns -1 when there is none. Must not block. */
-	int (*handle_fd)(void *loc, void *fh);
+	int (*handle_fd)(void *loc, ff_fh *fh);
 	/* close(2) of one descriptor of this handle: report deferred write errors. */
-	int (*flush)(void *loc, void *fh);
-	int (*fsync)(void *loc, void *fh, int datasync);
+	int (*flush)(void *loc, ff_fh *fh);
+	int (*fsync)(void *loc, ff_fh *fh, int datasync);
 	/* Last close: free the handle. Errors are logged by the core, never returned to a user. */
-	int (*release)(void *loc, void *fh);
-	int (*fallocate)(void *loc, const struct ff_cred *cred, void *fh, int mode, off_t off,
+	int (*release)(void *loc, ff_fh *fh);
+	int (*fallocate)(void *loc, const struct ff_cred *cred, ff_fh *fh, int mode, off_t off,
 			 off_t len);
 	/* SEEK_DATA / SEEK_HOLE (and SEEK_SET/CUR/END). Returns the new offset or -errno. */
-	off_t (*lseek)(void *loc, void *fh, off_t off, int whence);
+	off_t (*lseek)(void *loc, ff_fh *fh, off_t off, int whence);
 	/* Returns bytes copied, or -errno (-EXDEV/-EOPNOTSUPP make the kernel fall back). */
-	ssize_t (*copy_file_range)(void *loc, const struct ff_cred *cred, void *fh_in, off_t off_in,
-				   void *fh_out, off_t off_out, size_t len, int flags);
+	ssize_t (*copy_file_range)(void *loc, const struct ff_cred *cred, ff_fh *fh_in,
+				   off_t off_in, ff_fh *fh_out, off_t off_out, size_t len,
+				   int flags);
 
 	/* Optional, for locks: a new open file description of the regular file `node` (a kernel
 	 * descriptor, readable and writable where it can be), on which the core takes open file
@@ -259,14 +265,14 @@ struct ff_backend_ops {
 
 	/* ---- directories -------------------------------------------------------------------- */
 
-	int (*opendir)(void *loc, const struct ff_cred *cred, ff_node *node, void **dh);
+	int (*opendir)(void *loc, const struct ff_cred *cred, ff_node *node, ff_dh **dh);
 	/* List entries from offset `off` (0 = start; otherwise a `next` given to fill earlier),
 	 * calling fill() for each, "." and ".." excluded, until it returns 1 or the end. In plus
 	 * mode each entry carries full attributes and a node reference. Returns 0 or -errno. */
-	int (*readdir)(void *loc, const struct ff_cred *cred, ff_node *node, void *dh, off_t off,
+	int (*readdir)(void *loc, const struct ff_cred *cred, ff_node *node, ff_dh *dh, off_t off,
 		       bool plus, ff_fill_fn fill, void *buf);
-	int (*releasedir)(void *loc, void *dh);
-	int (*fsyncdir)(void *loc, void *dh, int datasync);
+	int (*releasedir)(void *loc, ff_dh *dh);
+	int (*fsyncdir)(void *loc, ff_dh *dh, int datasync);
 
 	/* ---- whole location ------------------------------------------------------------------ */
 

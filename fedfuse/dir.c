@@ -24,7 +24,7 @@ struct ff_dir {
 	GMutex lock; /* one reader at a time per open directory */
 	struct ff_inode *inode;
 	struct ff_target t;
-	void *dh;
+	ff_dh *dh;
 	GArray *entries; /* struct ff_dirent */
 	bool loaded;
 	bool plus_loaded;   /* entries carry full attributes and nodes */

@@ -33,7 +33,7 @@ static void remember_version(struct ff_inode *inode, const struct stat *st)
 	g_mutex_unlock(&inode->lock);
 }
 
-static struct ff_file *file_new(struct ff_request *op, void *fh)
+static struct ff_file *file_new(struct ff_request *op, ff_fh *fh)
 {
 	struct ff_file *f = g_new0(struct ff_file, 1);
 
@@ -71,7 +71,7 @@ void ff_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct ff_file *f;
 	struct stat st;
 	struct ff_request op;
-	void *fh;
+	ff_fh *fh;
 	int rc;
 
 	rc = ff_req_begin(req, ino, write, &op);
@@ -125,7 +125,7 @@ void ff_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	struct ff_file *f;
 	struct stat st;
 	struct ff_request op;
-	void *fh;
+	ff_fh *fh;
 	int rc;
 
 	rc = ff_req_begin(req, parent, true, &op);

@@ -14,7 +14,7 @@
 struct ff_file {
 	struct ff_mount *mnt;
 	struct ff_inode *inode;
-	void *fh;
+	ff_fh *fh;
 	int fd;	      /* kernel descriptor for splicing, or -1 */
 	int flock_fd; /* the description its flock()s are taken on, or -1 (lock.h) */
 	bool wrote;

@@ -171,7 +171,7 @@ static void ff_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int fu
 	struct ff_file *f = fi ? ff_file_of(fi) : NULL;
 	unsigned int to_set = set_bits(fuse_to_set);
 	bool done = false;
-	void *fh;
+	ff_fh *fh;
 	struct ff_request op;
 	struct stat st, cur;
 	int rc;

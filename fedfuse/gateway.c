@@ -27,7 +27,7 @@ static int account(struct ff_mount *m, enum ff_op op, int rc, gint64 start)
 
 /* ---- defaults for what a backend leaves out ---------------------------------------------- */
 
-static int default_setattr(void *loc, const struct ff_cred *cred, ff_node *node, void *fh,
+static int default_setattr(void *loc, const struct ff_cred *cred, ff_node *node, ff_fh *fh,
 			   const struct stat *attr, unsigned int to_set, struct stat *st)
 {
 	return -EPERM;
@@ -80,40 +80,40 @@ static int default_rename(void *loc, const struct ff_cred *cred, ff_node *parent
 }
 
 static int default_create(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
-			  mode_t mode, int flags, ff_node **node, struct stat *st, void **fh)
+			  mode_t mode, int flags, ff_node **node, struct stat *st, ff_fh **fh)
 {
 	return -ENOSYS;
 }
 
-static ssize_t default_write(void *loc, const struct ff_cred *cred, void *fh, const void *buf,
+static ssize_t default_write(void *loc, const struct ff_cred *cred, ff_fh *fh, const void *buf,
 			     size_t size, off_t off)
 {
 	return -EROFS;
 }
 
-static int default_flush(void *loc, void *fh)
+static int default_flush(void *loc, ff_fh *fh)
 {
 	return -ENOSYS;
 }
 
-static int default_fsync(void *loc, void *fh, int datasync)
+static int default_fsync(void *loc, ff_fh *fh, int datasync)
 {
 	return -ENOSYS;
 }
 
-static int default_fallocate(void *loc, const struct ff_cred *cred, void *fh, int mode, off_t off,
+static int default_fallocate(void *loc, const struct ff_cred *cred, ff_fh *fh, int mode, off_t off,
 			     off_t len)
 {
 	return -EOPNOTSUPP;
 }
 
-static off_t default_lseek(void *loc, void *fh, off_t off, int whence)
+static off_t default_lseek(void *loc, ff_fh *fh, off_t off, int whence)
 {
 	return -ENOSYS;
 }
 
-static ssize_t default_copy_file_range(void *loc, const struct ff_cred *cred, void *fh_in,
-				       off_t off_in, void *fh_out, off_t off_out, size_t len,
+static ssize_t default_copy_file_range(void *loc, const struct ff_cred *cred, ff_fh *fh_in,
+				       off_t off_in, ff_fh *fh_out, off_t off_out, size_t len,
 				       int flags)
 {
 	return -EXDEV;
@@ -124,7 +124,7 @@ static int default_lock_fd(void *loc, ff_node *node)
 	return -EOPNOTSUPP;
 }
 
-static int default_fsyncdir(void *loc, void *dh, int datasync)
+static int default_fsyncdir(void *loc, ff_dh *dh, int datasync)
 {
 	return -ENOSYS;
 }
@@ -162,7 +162,7 @@ static void default_relink(void *loc, ff_node *keep, ff_node *fresh)
 {
 }
 
-static int default_handle_fd(void *loc, void *fh)
+static int default_handle_fd(void *loc, ff_fh *fh)
 {
 	return -1;
 }
@@ -290,17 +290,17 @@ void ff_gw_relink(struct ff_mount *m, ff_node *keep, ff_node *fresh)
 	m->be->ops->relink(m->ctx, keep, fresh);
 }
 
-int ff_gw_handle_fd(struct ff_mount *m, void *fh)
+int ff_gw_handle_fd(struct ff_mount *m, ff_fh *fh)
 {
 	return m->be->ops->handle_fd(m->ctx, fh);
 }
 
-int ff_gw_release(struct ff_mount *m, void *fh)
+int ff_gw_release(struct ff_mount *m, ff_fh *fh)
 {
 	return m->be->ops->release(m->ctx, fh);
 }
 
-int ff_gw_releasedir(struct ff_mount *m, void *dh)
+int ff_gw_releasedir(struct ff_mount *m, ff_dh *dh)
 {
 	return m->be->ops->releasedir(m->ctx, dh);
 }
@@ -325,7 +325,7 @@ int ff_gw_lookup(struct ff_mount *m, const struct ff_cred *cred, ff_node *parent
 	return account(m, FF_OP_LOOKUP, rc, start);
 }
 
-int ff_gw_getattr(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, void *fh,
+int ff_gw_getattr(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, ff_fh *fh,
 		  struct stat *st)
 {
 	gint64 start = g_get_monotonic_time();
@@ -336,7 +336,7 @@ int ff_gw_getattr(struct ff_mount *m, const struct ff_cred *cred, ff_node *node,
 	return account(m, FF_OP_GETATTR, rc, start);
 }
 
-int ff_gw_setattr(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, void *fh,
+int ff_gw_setattr(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, ff_fh *fh,
 		  const struct stat *attr, unsigned int to_set, struct stat *st)
 {
 	gint64 start = g_get_monotonic_time();
@@ -434,7 +434,7 @@ int ff_gw_rename(struct ff_mount *m, const struct ff_cred *cred, ff_node *parent
 	return account(m, FF_OP_RENAME, rc, start);
 }
 
-int ff_gw_open(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, int flags, void **fh)
+int ff_gw_open(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, int flags, ff_fh **fh)
 {
 	gint64 start = g_get_monotonic_time();
 	int rc = usable(m);
@@ -445,7 +445,7 @@ int ff_gw_open(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, in
 }
 
 int ff_gw_create(struct ff_mount *m, const struct ff_cred *cred, ff_node *parent, const char *name,
-		 mode_t mode, int flags, ff_node **node, struct stat *st, void **fh)
+		 mode_t mode, int flags, ff_node **node, struct stat *st, ff_fh **fh)
 {
 	gint64 start = g_get_monotonic_time();
 	int rc = usable(m);
@@ -455,7 +455,7 @@ int ff_gw_create(struct ff_mount *m, const struct ff_cred *cred, ff_node *parent
 	return account(m, FF_OP_CREATE, rc, start);
 }
 
-ssize_t ff_gw_read(struct ff_mount *m, void *fh, void *buf, size_t size, off_t off)
+ssize_t ff_gw_read(struct ff_mount *m, ff_fh *fh, void *buf, size_t size, off_t off)
 {
 	gint64 start = g_get_monotonic_time();
 	ssize_t n = handle_usable(m);
@@ -466,7 +466,7 @@ ssize_t ff_gw_read(struct ff_mount *m, void *fh, void *buf, size_t size, off_t o
 	return n;
 }
 
-ssize_t ff_gw_write(struct ff_mount *m, const struct ff_cred *cred, void *fh, const void *buf,
+ssize_t ff_gw_write(struct ff_mount *m, const struct ff_cred *cred, ff_fh *fh, const void *buf,
 		    size_t size, off_t off)
 {
 	gint64 start = g_get_monotonic_time();
@@ -478,7 +478,7 @@ ssize_t ff_gw_write(struct ff_mount *m, const struct ff_cred *cred, void *fh, co
 	return n;
 }
 
-int ff_gw_flush(struct ff_mount *m, void *fh)
+int ff_gw_flush(struct ff_mount *m, ff_fh *fh)
 {
 	gint64 start = g_get_monotonic_time();
 	int rc = handle_usable(m);
@@ -488,7 +488,7 @@ int ff_gw_flush(struct ff_mount *m, void *fh)
 	return account(m, FF_OP_SYNC, rc, start);
 }
 
-int ff_gw_fsync(struct ff_mount *m, void *fh, int datasync)
+int ff_gw_fsync(struct ff_mount *m, ff_fh *fh, int datasync)
 {
 	gint64 start = g_get_monotonic_time();
 	int rc = handle_usable(m);
@@ -498,7 +498,7 @@ int ff_gw_fsync(struct ff_mount *m, void *fh, int datasync)
 	return account(m, FF_OP_SYNC, rc, start);
 }
 
-int ff_gw_fallocate(struct ff_mount *m, const struct ff_cred *cred, void *fh, int mode, off_t off,
+int ff_gw_fallocate(struct ff_mount *m, const struct ff_cred *cred, ff_fh *fh, int mode, off_t off,
 		    off_t len)
 {
 	gint64 start = g_get_monotonic_time();
@@ -509,7 +509,7 @@ int ff_gw_fallocate(struct ff_mount *m, const struct ff_cred *cred, void *fh, in
 	return account(m, FF_OP_OTHER, rc, start);
 }
 
-off_t ff_gw_lseek(struct ff_mount *m, void *fh, off_t off, int whence)
+off_t ff_gw_lseek(struct ff_mount *m, ff_fh *fh, off_t off, int whence)
 {
 	gint64 start = g_get_monotonic_time();
 	off_t n = handle_usable(m);
@@ -520,8 +520,8 @@ off_t ff_gw_lseek(struct ff_mount *m, void *fh, off_t off, int whence)
 	return n;
 }
 
-ssize_t ff_gw_copy_file_range(struct ff_mount *m, const struct ff_cred *cred, void *fh_in,
-			      off_t off_in, void *fh_out, off_t off_out, size_t len, int flags)
+ssize_t ff_gw_copy_file_range(struct ff_mount *m, const struct ff_cred *cred, ff_fh *fh_in,
+			      off_t off_in, ff_fh *fh_out, off_t off_out, size_t len, int flags)
 {
 	gint64 start = g_get_monotonic_time();
 	ssize_t n = handle_usable(m);
@@ -543,7 +543,7 @@ int ff_gw_lock_fd(struct ff_mount *m, ff_node *node)
 	return account(m, FF_OP_OTHER, rc, start);
 }
 
-int ff_gw_opendir(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, void **dh)
+int ff_gw_opendir(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, ff_dh **dh)
 {
 	gint64 start = g_get_monotonic_time();
 	int rc = usable(m);
@@ -553,7 +553,7 @@ int ff_gw_opendir(struct ff_mount *m, const struct ff_cred *cred, ff_node *node,
 	return account(m, FF_OP_READDIR, rc, start);
 }
 
-int ff_gw_readdir(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, void *dh,
+int ff_gw_readdir(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, ff_dh *dh,
 		  off_t off, bool plus, ff_fill_fn fill, void *buf)
 {
 	gint64 start = g_get_monotonic_time();
@@ -564,7 +564,7 @@ int ff_gw_readdir(struct ff_mount *m, const struct ff_cred *cred, ff_node *node,
 	return account(m, FF_OP_READDIR, rc, start);
 }
 
-int ff_gw_fsyncdir(struct ff_mount *m, void *dh, int datasync)
+int ff_gw_fsyncdir(struct ff_mount *m, ff_dh *dh, int datasync)
 {
 	gint64 start = g_get_monotonic_time();
 	int rc = handle_usable(m);

@@ -37,9 +37,9 @@ int ff_gw_lookup(struct ff_mount *m, const struct ff_cred *cred, ff_node *parent
 		 ff_node **node, struct stat *st);
 void ff_gw_forget(struct ff_mount *m, ff_node *node);
 void ff_gw_relink(struct ff_mount *m, ff_node *keep, ff_node *fresh); /* default: nothing */
-int ff_gw_getattr(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, void *fh,
+int ff_gw_getattr(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, ff_fh *fh,
 		  struct stat *st);
-int ff_gw_setattr(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, void *fh,
+int ff_gw_setattr(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, ff_fh *fh,
 		  const struct stat *attr, unsigned int to_set, struct stat *st); /* EPERM */
 ssize_t ff_gw_readlink(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, char *buf,
 		       size_t size); /* EINVAL */
@@ -59,33 +59,34 @@ int ff_gw_rename(struct ff_mount *m, const struct ff_cred *cred, ff_node *parent
 		 ff_node *newparent, const char *newname, unsigned int flags); /* EPERM */
 
 /* ---- files -------------------------------------------------------------------------------- */
-int ff_gw_open(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, int flags, void **fh);
+int ff_gw_open(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, int flags,
+	       ff_fh **fh);
 /* ENOSYS: the kernel then makes the file with mknod and opens it. */
 int ff_gw_create(struct ff_mount *m, const struct ff_cred *cred, ff_node *parent, const char *name,
-		 mode_t mode, int flags, ff_node **node, struct stat *st, void **fh);
-ssize_t ff_gw_read(struct ff_mount *m, void *fh, void *buf, size_t size, off_t off);
-ssize_t ff_gw_write(struct ff_mount *m, const struct ff_cred *cred, void *fh, const void *buf,
-		    size_t size, off_t off);	   /* EROFS */
-int ff_gw_handle_fd(struct ff_mount *m, void *fh); /* default: -1 */
+		 mode_t mode, int flags, ff_node **node, struct stat *st, ff_fh **fh);
+ssize_t ff_gw_read(struct ff_mount *m, ff_fh *fh, void *buf, size_t size, off_t off);
+ssize_t ff_gw_write(struct ff_mount *m, const struct ff_cred *cred, ff_fh *fh, const void *buf,
+		    size_t size, off_t off);	    /* EROFS */
+int ff_gw_handle_fd(struct ff_mount *m, ff_fh *fh); /* default: -1 */
 /* ENOSYS for these three: nothing is kept back to flush (the kernel stops asking). */
-int ff_gw_flush(struct ff_mount *m, void *fh);
-int ff_gw_fsync(struct ff_mount *m, void *fh, int datasync);
-int ff_gw_fsyncdir(struct ff_mount *m, void *dh, int datasync);
-int ff_gw_release(struct ff_mount *m, void *fh);
-int ff_gw_fallocate(struct ff_mount *m, const struct ff_cred *cred, void *fh, int mode, off_t off,
+int ff_gw_flush(struct ff_mount *m, ff_fh *fh);
+int ff_gw_fsync(struct ff_mount *m, ff_fh *fh, int datasync);
+int ff_gw_fsyncdir(struct ff_mount *m, ff_dh *dh, int datasync);
+int ff_gw_release(struct ff_mount *m, ff_fh *fh);
+int ff_gw_fallocate(struct ff_mount *m, const struct ff_cred *cred, ff_fh *fh, int mode, off_t off,
 		    off_t len); /* EOPNOTSUPP */
 /* ENOSYS: the kernel answers SEEK_DATA/SEEK_HOLE itself. */
-off_t ff_gw_lseek(struct ff_mount *m, void *fh, off_t off, int whence);
+off_t ff_gw_lseek(struct ff_mount *m, ff_fh *fh, off_t off, int whence);
 /* EXDEV: the kernel copies with read and write. */
-ssize_t ff_gw_copy_file_range(struct ff_mount *m, const struct ff_cred *cred, void *fh_in,
-			      off_t off_in, void *fh_out, off_t off_out, size_t len, int flags);
+ssize_t ff_gw_copy_file_range(struct ff_mount *m, const struct ff_cred *cred, ff_fh *fh_in,
+			      off_t off_in, ff_fh *fh_out, off_t off_out, size_t len, int flags);
 int ff_gw_lock_fd(struct ff_mount *m, ff_node *node); /* EOPNOTSUPP */
 
 /* ---- directories -------------------------------------------------------------------------- */
-int ff_gw_opendir(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, void **dh);
-int ff_gw_readdir(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, void *dh,
+int ff_gw_opendir(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, ff_dh **dh);
+int ff_gw_readdir(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, ff_dh *dh,
 		  off_t off, bool plus, ff_fill_fn fill, void *buf);
-int ff_gw_releasedir(struct ff_mount *m, void *dh);
+int ff_gw_releasedir(struct ff_mount *m, ff_dh *dh);
 int ff_gw_statfs(struct ff_mount *m, const struct ff_cred *cred, ff_node *node,
 		 struct statvfs *st); /* ENOSYS */
 

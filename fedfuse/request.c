@@ -76,7 +76,7 @@ static bool cred_in_group(const struct ff_cred *cred, gid_t gid)
  * SETATTR of the size): after a truncate, `st` tells what the backend left, and what should
  * have gone is cleared with the daemon's credentials, as is_kill_setid() does for the kernel.
  */
-int ff_req_drop_setid(struct ff_request *op, void *fh, struct stat *st)
+int ff_req_drop_setid(struct ff_request *op, ff_fh *fh, struct stat *st)
 {
 	mode_t drop = 0;
 	struct ff_cred_hold self;

@@ -44,6 +44,6 @@ mode_t ff_create_mode(const struct ff_request *op, mode_t mode);
 
 /* After a size change by the caller of `op`, clear the setid bits the kernel's rule clears
  * where the backend left them; `st` is updated. */
-int ff_req_drop_setid(struct ff_request *op, void *fh, struct stat *st);
+int ff_req_drop_setid(struct ff_request *op, ff_fh *fh, struct stat *st);
 
 #endif /* FEDFUSE_REQUEST_H */

@@ -493,7 +493,7 @@ void ff_resolve_fix_attr(struct ff_inode *inode, struct stat *st)
 }
 
 int ff_resolve_getattr(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *inode,
-		       void *fh, struct stat *st, double *timeout)
+		       ff_fh *fh, struct stat *st, double *timeout)
 {
 	struct ff_target t;
 	bool removed;

@@ -51,7 +51,7 @@ int ff_resolve_found(struct ff_state *s, const struct ff_cred *cred, struct ff_m
 void ff_resolve_fix_attr(struct ff_inode *inode, struct stat *st);
 
 int ff_resolve_getattr(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *inode,
-		       void *fh, struct stat *st, double *timeout);
+		       ff_fh *fh, struct stat *st, double *timeout);
 
 /* Attributes of a virtual directory. */
 void ff_virtual_stat(struct ff_state *s, struct ff_inode *inode, struct stat *st);

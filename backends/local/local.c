@@ -85,7 +85,7 @@ static int become_by_proc(const struct ff_cred *cred, ff_node *node, char proc[P
 	return rc;
 }
 
-static int fh_fd(void *fh)
+static int fh_fd(ff_fh *fh)
 {
 	return ((struct local_file *)fh)->fd;
 }
@@ -255,7 +255,7 @@ static void local_forget(void *loc, ff_node *node)
 	close(node_fd(node));
 }
 
-static int local_getattr(void *loc, const struct ff_cred *cred, ff_node *node, void *fh,
+static int local_getattr(void *loc, const struct ff_cred *cred, ff_node *node, ff_fh *fh,
 			 struct stat *st)
 {
 	int rc = local_become(cred);
@@ -280,7 +280,7 @@ static struct timespec set_time(unsigned int to_set, unsigned int bit, unsigned 
 	return (struct timespec){ .tv_nsec = UTIME_OMIT };
 }
 
-static int local_setattr(void *loc, const struct ff_cred *cred, ff_node *node, void *fh,
+static int local_setattr(void *loc, const struct ff_cred *cred, ff_node *node, ff_fh *fh,
 			 const struct stat *attr, unsigned int to_set, struct stat *st)
 {
 	char proc[PROC_FD_LEN];
@@ -487,7 +487,7 @@ static int local_rename(void *loc, const struct ff_cred *cred, ff_node *parent, 
 
 /* ---- files ------------------------------------------------------------------------------ */
 
-static int local_open(void *loc, const struct ff_cred *cred, ff_node *node, int flags, void **fh)
+static int local_open(void *loc, const struct ff_cred *cred, ff_node *node, int flags, ff_fh **fh)
 {
 	char proc[PROC_FD_LEN];
 	struct local_file *f;
@@ -515,7 +515,7 @@ static int local_open(void *loc, const struct ff_cred *cred, ff_node *node, int 
 
 	f = g_new(struct local_file, 1);
 	f->fd = fd;
-	*fh = f;
+	*fh = (ff_fh *)f;
 	return 0;
 }
 
@@ -543,7 +543,7 @@ static int local_lock_fd(void *loc, ff_node *node)
 }
 
 static int local_create(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
-			mode_t mode, int flags, ff_node **node, struct stat *st, void **fh)
+			mode_t mode, int flags, ff_node **node, struct stat *st, ff_fh **fh)
 {
 	char proc[PROC_FD_LEN];
 	struct local_file *f;
@@ -573,7 +573,7 @@ static int local_create(void *loc, const struct ff_cred *cred, ff_node *parent, 
 
 	f = g_new(struct local_file, 1);
 	f->fd = fd;
-	*fh = f;
+	*fh = (ff_fh *)f;
 	return 0;
 
 out_close:
@@ -581,7 +581,7 @@ out_close:
 	return rc;
 }
 
-static ssize_t local_read(void *loc, void *fh, void *buf, size_t size, off_t off)
+static ssize_t local_read(void *loc, ff_fh *fh, void *buf, size_t size, off_t off)
 {
 	int fd = fh_fd(fh);
 	size_t done = 0;
@@ -604,7 +604,7 @@ static ssize_t local_read(void *loc, void *fh, void *buf, size_t size, off_t off
 	return done;
 }
 
-static ssize_t local_write(void *loc, const struct ff_cred *cred, void *fh, const void *buf,
+static ssize_t local_write(void *loc, const struct ff_cred *cred, ff_fh *fh, const void *buf,
 			   size_t size, off_t off)
 {
 	int fd = fh_fd(fh);
@@ -632,12 +632,12 @@ static ssize_t local_write(void *loc, const struct ff_cred *cred, void *fh, cons
 	return done;
 }
 
-static int local_handle_fd(void *loc, void *fh)
+static int local_handle_fd(void *loc, ff_fh *fh)
 {
 	return fh_fd(fh);
 }
 
-static int local_flush(void *loc, void *fh)
+static int local_flush(void *loc, ff_fh *fh)
 {
 	/* Closing a duplicate runs the filesystem's flush for this descriptor without losing the
 	 * handle: errors deferred until close (NFS-backed directories) surface here. */
@@ -648,23 +648,23 @@ static int local_flush(void *loc, void *fh)
 	return close(fd) < 0 ? -errno : 0;
 }
 
-static int local_fsync(void *loc, void *fh, int datasync)
+static int local_fsync(void *loc, ff_fh *fh, int datasync)
 {
 	int rc = datasync ? fdatasync(fh_fd(fh)) : fsync(fh_fd(fh));
 
 	return rc < 0 ? -errno : 0;
 }
 
-static int local_release(void *loc, void *fh)
+static int local_release(void *loc, ff_fh *fh)
 {
-	struct local_file *f = fh;
+	struct local_file *f = (struct local_file *)fh;
 	int rc = close(f->fd) < 0 ? -errno : 0;
 
 	g_free(f);
 	return rc;
 }
 
-static int local_fallocate(void *loc, const struct ff_cred *cred, void *fh, int mode, off_t off,
+static int local_fallocate(void *loc, const struct ff_cred *cred, ff_fh *fh, int mode, off_t off,
 			   off_t len)
 {
 	int rc = local_become(cred);
@@ -674,15 +674,15 @@ static int local_fallocate(void *loc, const struct ff_cred *cred, void *fh, int 
 	return fallocate(fh_fd(fh), mode, off, len) < 0 ? -errno : 0;
 }
 
-static off_t local_lseek(void *loc, void *fh, off_t off, int whence)
+static off_t local_lseek(void *loc, ff_fh *fh, off_t off, int whence)
 {
 	off_t res = lseek(fh_fd(fh), off, whence);
 
 	return res < 0 ? -errno : res;
 }
 
-static ssize_t local_copy_file_range(void *loc, const struct ff_cred *cred, void *fh_in,
-				     off_t off_in, void *fh_out, off_t off_out, size_t len,
+static ssize_t local_copy_file_range(void *loc, const struct ff_cred *cred, ff_fh *fh_in,
+				     off_t off_in, ff_fh *fh_out, off_t off_out, size_t len,
 				     int flags)
 {
 	int rc = local_become(cred);
@@ -697,7 +697,7 @@ static ssize_t local_copy_file_range(void *loc, const struct ff_cred *cred, void
 
 /* ---- directories ------------------------------------------------------------------------ */
 
-static int local_opendir(void *loc, const struct ff_cred *cred, ff_node *node, void **dh)
+static int local_opendir(void *loc, const struct ff_cred *cred, ff_node *node, ff_dh **dh)
 {
 	char proc[PROC_FD_LEN];
 	struct local_dir *d;
@@ -725,7 +725,7 @@ static int local_opendir(void *loc, const struct ff_cred *cred, ff_node *node, v
 	d->fd = fd;
 	d->dp = dp;
 	d->pos = 0;
-	*dh = d;
+	*dh = (ff_dh *)d;
 	return 0;
 
 out_close:
@@ -733,10 +733,10 @@ out_close:
 	return rc;
 }
 
-static int local_readdir(void *loc, const struct ff_cred *cred, ff_node *node, void *dh, off_t off,
+static int local_readdir(void *loc, const struct ff_cred *cred, ff_node *node, ff_dh *dh, off_t off,
 			 bool plus, ff_fill_fn fill, void *buf)
 {
-	struct local_dir *d = dh;
+	struct local_dir *d = (struct local_dir *)dh;
 	int rc;
 
 	rc = local_become(cred);
@@ -810,9 +810,9 @@ next:
 	return rc;
 }
 
-static int local_releasedir(void *loc, void *dh)
+static int local_releasedir(void *loc, ff_dh *dh)
 {
-	struct local_dir *d = dh;
+	struct local_dir *d = (struct local_dir *)dh;
 	int rc = closedir(d->dp) < 0 ? -errno : 0;
 
 	g_mutex_clear(&d->lock);
@@ -820,9 +820,9 @@ static int local_releasedir(void *loc, void *dh)
 	return rc;
 }
 
-static int local_fsyncdir(void *loc, void *dh, int datasync)
+static int local_fsyncdir(void *loc, ff_dh *dh, int datasync)
 {
-	struct local_dir *d = dh;
+	struct local_dir *d = (struct local_dir *)dh;
 	int rc = datasync ? fdatasync(d->fd) : fsync(d->fd);
 
 	return rc < 0 ? -errno : 0;

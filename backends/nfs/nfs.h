@@ -148,12 +148,12 @@ void nfs_forget(void *loc, ff_node *node);
 /* The core keeps `keep` for what `fresh` names. */
 void nfs_relink(void *loc, ff_node *keep, ff_node *fresh);
 /* Attributes of a node; through `fh` when given on NFSv3, or when an open file's name is gone. */
-int nfs_getattr(void *loc, const struct ff_cred *cred, ff_node *node, void *fh, struct stat *st);
+int nfs_getattr(void *loc, const struct ff_cred *cred, ff_node *node, ff_fh *fh, struct stat *st);
 /* Set attributes of `path` on the operation's context; `st` gets them after. */
 int nfs_setattr_path(struct nfs_op *op, const char *path, const struct stat *attr,
 		     unsigned int to_set, struct stat *st);
 /* Set attributes of a node, by its path. */
-int nfs_setattr(void *loc, const struct ff_cred *cred, ff_node *node, void *fh,
+int nfs_setattr(void *loc, const struct ff_cred *cred, ff_node *node, ff_fh *fh,
 		const struct stat *attr, unsigned int to_set, struct stat *st);
 /* A symlink's target, without NUL; -ENAMETOOLONG when it does not fit in `size`. */
 ssize_t nfs_readlink_node(void *loc, const struct ff_cred *cred, ff_node *node, char *buf,
@@ -186,32 +186,32 @@ struct nfs_handle;
 /* Attributes of an open file, through its handle (on its own context, reopened if retired). */
 int nfs_handle_getattr(struct nfs_loc *loc, struct nfs_handle *h, struct stat *st);
 /* Open a node's file (no O_CREAT); once more on a fresh context when NFSv4 state was lost. */
-int nfs_open_file(void *loc, const struct ff_cred *cred, ff_node *node, int flags, void **fhp);
+int nfs_open_file(void *loc, const struct ff_cred *cred, ff_node *node, int flags, ff_fh **fhp);
 /* Create and open `name` in `parent` (exclusively first; without O_EXCL an existing file is
  * opened as it is). */
 int nfs_create_file(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
-		    mode_t mode, int flags, ff_node **nodep, struct stat *st, void **fhp);
+		    mode_t mode, int flags, ff_node **nodep, struct stat *st, ff_fh **fhp);
 /* pread(2) through the handle's context, in reads of at most the server's rsize. */
-ssize_t nfs_read_file(void *loc, void *fh, void *buf, size_t size, off_t off);
+ssize_t nfs_read_file(void *loc, ff_fh *fh, void *buf, size_t size, off_t off);
 /* pwrite(2); with O_APPEND at the file's current end; NFSv4 through nfs4_pwrite_chunked(). */
-ssize_t nfs_write_file(void *loc, const struct ff_cred *cred, void *fh, const void *buf,
+ssize_t nfs_write_file(void *loc, const struct ff_cred *cred, ff_fh *fh, const void *buf,
 		       size_t size, off_t off);
 /* close(2): COMMIT what was written, and report a write error not reported yet. */
-int nfs_flush_file(void *loc, void *fh);
+int nfs_flush_file(void *loc, ff_fh *fh);
 /* fsync(2) and fdatasync(2): COMMIT. */
-int nfs_fsync_file(void *loc, void *fh, int datasync);
+int nfs_fsync_file(void *loc, ff_fh *fh, int datasync);
 /* The last close of a handle: CLOSE on its context (unless retired), then free it. */
-int nfs_release_file(void *loc, void *fh);
+int nfs_release_file(void *loc, ff_fh *fh);
 
 /* ---- nfs_dir.c ------------------------------------------------------------------------------- */
 
 /* Open a directory: its whole listing with attributes, read in one go; no context is held. */
-int nfs_opendir_node(void *loc, const struct ff_cred *cred, ff_node *node, void **dhp);
+int nfs_opendir_node(void *loc, const struct ff_cred *cred, ff_node *node, ff_dh **dhp);
 /* Entries from `off` (an index); offset 0 after entries were served lists it again. */
-int nfs_readdir_node(void *loc, const struct ff_cred *cred, ff_node *node, void *dh, off_t off,
+int nfs_readdir_node(void *loc, const struct ff_cred *cred, ff_node *node, ff_dh *dh, off_t off,
 		     bool plus, ff_fill_fn fill, void *buf);
 /* Free an open directory. */
-int nfs_releasedir_node(void *loc, void *dh);
+int nfs_releasedir_node(void *loc, ff_dh *dh);
 
 /* ---- nfs_errno.c ----------------------------------------------------------------------------- */
 

@@ -118,7 +118,7 @@ out_free:
 	return 0;
 }
 
-int nfs_opendir_node(void *l, const struct ff_cred *cred, ff_node *node, void **dhp)
+int nfs_opendir_node(void *l, const struct ff_cred *cred, ff_node *node, ff_dh **dhp)
 {
 	struct nfs_dir *d;
 	GPtrArray *ents;
@@ -130,15 +130,15 @@ int nfs_opendir_node(void *l, const struct ff_cred *cred, ff_node *node, void **
 	d = g_new0(struct nfs_dir, 1);
 	g_mutex_init(&d->lock);
 	d->ents = ents;
-	*dhp = d;
+	*dhp = (ff_dh *)d;
 	return 0;
 }
 
-int nfs_readdir_node(void *l, const struct ff_cred *cred, ff_node *node, void *dh, off_t off,
+int nfs_readdir_node(void *l, const struct ff_cred *cred, ff_node *node, ff_dh *dh, off_t off,
 		     bool plus, ff_fill_fn fill, void *buf)
 {
 	struct nfs_loc *loc = l;
-	struct nfs_dir *d = dh;
+	struct nfs_dir *d = (struct nfs_dir *)dh;
 	int rc = 0;
 
 	g_mutex_lock(&d->lock);
@@ -174,9 +174,9 @@ out_unlock:
 	return rc;
 }
 
-int nfs_releasedir_node(void *l, void *dh)
+int nfs_releasedir_node(void *l, ff_dh *dh)
 {
-	struct nfs_dir *d = dh;
+	struct nfs_dir *d = (struct nfs_dir *)dh;
 
 	g_ptr_array_free(d->ents, TRUE);
 	g_mutex_clear(&d->lock);

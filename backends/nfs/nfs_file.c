@@ -124,7 +124,7 @@ static struct nfs_handle *handle_new(struct nfs_loc *loc, struct nfs_conn *conn,
 	return h;
 }
 
-int nfs_open_file(void *l, const struct ff_cred *cred, ff_node *node, int flags, void **fhp)
+int nfs_open_file(void *l, const struct ff_cred *cred, ff_node *node, int flags, ff_fh **fhp)
 {
 	struct nfs_loc *loc = l;
 	char *path = nfs_node_path(loc, node, NULL);
@@ -150,7 +150,7 @@ int nfs_open_file(void *l, const struct ff_cred *cred, ff_node *node, int flags,
 				nfs_op_end(&op, rc);
 				break;
 			}
-			*fhp = handle_new(loc, op.conn, fh, node, cred, flags);
+			*fhp = (ff_fh *)handle_new(loc, op.conn, fh, node, cred, flags);
 			nfs_op_end(&op, 0);
 			break;
 		}
@@ -187,7 +187,7 @@ out_unlock:
 }
 
 int nfs_create_file(void *l, const struct ff_cred *cred, ff_node *parent, const char *name,
-		    mode_t mode, int flags, ff_node **nodep, struct stat *st, void **fhp)
+		    mode_t mode, int flags, ff_node **nodep, struct stat *st, ff_fh **fhp)
 {
 	struct nfs_loc *loc = l;
 	char *path = nfs_node_path(loc, parent, name);
@@ -252,7 +252,7 @@ int nfs_create_file(void *l, const struct ff_cred *cred, ff_node *parent, const 
 		goto out_free;
 	}
 	node = nfs_node_new(g_steal_pointer(&pn));
-	*fhp = handle_new(loc, op.conn, fh, node, cred, flags);
+	*fhp = (ff_fh *)handle_new(loc, op.conn, fh, node, cred, flags);
 	*nodep = node;
 	nfs_op_end(&op, 0);
 out_free:
@@ -262,10 +262,10 @@ out_free:
 	return rc;
 }
 
-ssize_t nfs_read_file(void *l, void *fhv, void *buf, size_t size, off_t off)
+ssize_t nfs_read_file(void *l, ff_fh *fhv, void *buf, size_t size, off_t off)
 {
 	struct nfs_loc *loc = l;
-	struct nfs_handle *h = fhv;
+	struct nfs_handle *h = (struct nfs_handle *)fhv;
 	gint64 deadline = nfs_deadline(loc);
 	size_t done = 0;
 	ssize_t rc = 0;
@@ -318,11 +318,11 @@ static ssize_t write_locked(struct nfs_loc *loc, struct nfs_handle *h, const voi
 	return rc == (int)size ? rc : -EIO;
 }
 
-ssize_t nfs_write_file(void *l, const struct ff_cred *cred, void *fhv, const void *buf, size_t size,
-		       off_t off)
+ssize_t nfs_write_file(void *l, const struct ff_cred *cred, ff_fh *fhv, const void *buf,
+		       size_t size, off_t off)
 {
 	struct nfs_loc *loc = l;
-	struct nfs_handle *h = fhv;
+	struct nfs_handle *h = (struct nfs_handle *)fhv;
 	gint64 deadline = nfs_deadline(loc);
 	ssize_t rc = 0;
 
@@ -359,10 +359,10 @@ static int commit_locked(struct nfs_loc *loc, struct nfs_handle *h)
 
 /* close(2): make written data stable on the server (COMMIT), as the kernel's NFS client does,
  * so that close() reports what a server restart would lose. */
-int nfs_flush_file(void *l, void *fhv)
+int nfs_flush_file(void *l, ff_fh *fhv)
 {
 	struct nfs_loc *loc = l;
-	struct nfs_handle *h = fhv;
+	struct nfs_handle *h = (struct nfs_handle *)fhv;
 	int rc = 0;
 
 	g_mutex_lock(&h->lock);
@@ -376,10 +376,10 @@ int nfs_flush_file(void *l, void *fhv)
 	return rc;
 }
 
-int nfs_fsync_file(void *l, void *fhv, int datasync)
+int nfs_fsync_file(void *l, ff_fh *fhv, int datasync)
 {
 	struct nfs_loc *loc = l;
-	struct nfs_handle *h = fhv;
+	struct nfs_handle *h = (struct nfs_handle *)fhv;
 	int rc;
 
 	g_mutex_lock(&h->lock);
@@ -388,10 +388,10 @@ int nfs_fsync_file(void *l, void *fhv, int datasync)
 	return rc;
 }
 
-int nfs_release_file(void *l, void *fhv)
+int nfs_release_file(void *l, ff_fh *fhv)
 {
 	struct nfs_loc *loc = l;
-	struct nfs_handle *h = fhv;
+	struct nfs_handle *h = (struct nfs_handle *)fhv;
 	int rc = 0;
 
 	if (h->conn) {

@@ -92,7 +92,7 @@ void nfs_relink(void *l, ff_node *keep, ff_node *fresh)
 
 /* ---- attributes ------------------------------------------------------------------------------ */
 
-int nfs_getattr(void *l, const struct ff_cred *cred, ff_node *node, void *fh, struct stat *st)
+int nfs_getattr(void *l, const struct ff_cred *cred, ff_node *node, ff_fh *fh, struct stat *st)
 {
 	struct nfs_loc *loc = l;
 	char *path;
@@ -100,12 +100,12 @@ int nfs_getattr(void *l, const struct ff_cred *cred, ff_node *node, void *fh, st
 	int rc;
 
 	if (fh && loc->version == 3)
-		return nfs_handle_getattr(loc, fh, st);
+		return nfs_handle_getattr(loc, (struct nfs_handle *)fh, st);
 	path = nfs_node_path(loc, node, NULL);
 	if (!path && fh) {
 		/* An open NFSv4 file whose name is gone: libnfs' GETATTR has no fsid, so take the
 		 * location root's (one export, one filesystem, in all but odd setups). */
-		rc = nfs_handle_getattr(loc, fh, st);
+		rc = nfs_handle_getattr(loc, (struct nfs_handle *)fh, st);
 		if (rc == 0)
 			st->st_dev = loc->root_dev;
 		return rc;
@@ -196,7 +196,7 @@ int nfs_setattr_path(struct nfs_op *op, const char *path, const struct stat *att
 	return rc;
 }
 
-int nfs_setattr(void *l, const struct ff_cred *cred, ff_node *node, void *fh,
+int nfs_setattr(void *l, const struct ff_cred *cred, ff_node *node, ff_fh *fh,
 		const struct stat *attr, unsigned int to_set, struct stat *st)
 {
 	struct nfs_loc *loc = l;

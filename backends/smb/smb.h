@@ -154,9 +154,9 @@ void smb_relink(void *loc, ff_node *keep, ff_node *fresh);
 /* Attributes through an open handle (its context checked out), by path when it cannot. */
 int smb_fh_stat(struct smb_loc *loc, struct smb_file *fh, struct stat *st);
 /* Attributes of a node, through `fh` when given. */
-int smb_getattr(void *loc, const struct ff_cred *cred, ff_node *node, void *fh, struct stat *st);
+int smb_getattr(void *loc, const struct ff_cred *cred, ff_node *node, ff_fh *fh, struct stat *st);
 /* Size, the DOS read-only attribute (from the write bits) and times; owners are ignored. */
-int smb_setattr(void *loc, const struct ff_cred *cred, ff_node *node, void *fh,
+int smb_setattr(void *loc, const struct ff_cred *cred, ff_node *node, ff_fh *fh,
 		const struct stat *attr, unsigned int to_set, struct stat *st);
 /* smb_op_fn: set the DOS attributes of a->url from a->mode (libsmbclient's chmod). */
 int smb_chmod_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg);
@@ -194,31 +194,31 @@ void smb_times_written(struct smb_loc *loc, struct ff_pathnode *node);
 int smb_rename_open(struct smb_loc *loc, struct smb_path_arg *a, int rc, struct ff_pathnode *parent,
 		    const char *name, struct ff_pathnode *newparent, const char *newname);
 /* Open a node's file (no O_CREAT). */
-int smb_open(void *loc, const struct ff_cred *cred, ff_node *node, int flags, void **fhp);
+int smb_open(void *loc, const struct ff_cred *cred, ff_node *node, int flags, ff_fh **fhp);
 /* Create (or open) `name` in `parent`; a mode without write bits makes it read-only. */
 int smb_create(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
-	       mode_t mode, int flags, ff_node **node, struct stat *st, void **fhp);
+	       mode_t mode, int flags, ff_node **node, struct stat *st, ff_fh **fhp);
 /* pread(2) through the handle's own context. */
-ssize_t smb_read(void *loc, void *fh, void *buf, size_t size, off_t off);
+ssize_t smb_read(void *loc, ff_fh *fh, void *buf, size_t size, off_t off);
 /* pwrite(2); with O_APPEND at the file's current end. */
-ssize_t smb_write(void *loc, const struct ff_cred *cred, void *fh, const void *buf, size_t size,
+ssize_t smb_write(void *loc, const struct ff_cred *cred, ff_fh *fh, const void *buf, size_t size,
 		  off_t off);
 /* close(2): a handle that wrote is closed here, so that mtime settles (see smb_file.c). */
-int smb_flush(void *loc, void *fh);
+int smb_flush(void *loc, ff_fh *fh);
 /* fsync(2) settles mtime as flush does; fdatasync(2) only checks the connection. */
-int smb_fsync(void *loc, void *fh, int datasync);
+int smb_fsync(void *loc, ff_fh *fh, int datasync);
 /* The last close of a handle: the SMB handle is closed, pending times set again. */
-int smb_release(void *loc, void *fh);
+int smb_release(void *loc, ff_fh *fh);
 
 /* ---- smb_dir.c ------------------------------------------------------------------------------- */
 
 /* Open a directory: its whole listing, copied; no context is held after. */
-int smb_opendir(void *loc, const struct ff_cred *cred, ff_node *node, void **dhp);
+int smb_opendir(void *loc, const struct ff_cred *cred, ff_node *node, ff_dh **dhp);
 /* Entries from `off` (an index); offset 0 after entries were served lists it again. */
-int smb_readdir(void *loc, const struct ff_cred *cred, ff_node *node, void *dh, off_t off,
+int smb_readdir(void *loc, const struct ff_cred *cred, ff_node *node, ff_dh *dh, off_t off,
 		bool plus, ff_fill_fn fill, void *buf);
 /* Free an open directory. */
-int smb_releasedir(void *loc, void *dh);
+int smb_releasedir(void *loc, ff_dh *dh);
 
 /* ---- smb_xattr.c ----------------------------------------------------------------------------- */
 

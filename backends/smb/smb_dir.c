@@ -90,7 +90,7 @@ static int smb_list(struct smb_loc *loc, struct smb_dir *dh)
 	return rc;
 }
 
-int smb_opendir(void *loc_, const struct ff_cred *cred, ff_node *node, void **dhp)
+int smb_opendir(void *loc_, const struct ff_cred *cred, ff_node *node, ff_dh **dhp)
 {
 	struct smb_loc *loc = loc_;
 	struct smb_dir *dh = g_new0(struct smb_dir, 1);
@@ -109,15 +109,15 @@ int smb_opendir(void *loc_, const struct ff_cred *cred, ff_node *node, void **dh
 		g_free(dh);
 		return rc;
 	}
-	*dhp = dh;
+	*dhp = (ff_dh *)dh;
 	return 0;
 }
 
-int smb_readdir(void *loc_, const struct ff_cred *cred, ff_node *node, void *dh_, off_t off,
+int smb_readdir(void *loc_, const struct ff_cred *cred, ff_node *node, ff_dh *dh_, off_t off,
 		bool plus, ff_fill_fn fill, void *buf)
 {
 	struct smb_loc *loc = loc_;
-	struct smb_dir *dh = dh_;
+	struct smb_dir *dh = (struct smb_dir *)dh_;
 	int rc = 0;
 
 	if (off < 0)
@@ -149,10 +149,10 @@ out_unlock:
 	return rc;
 }
 
-int smb_releasedir(void *loc_, void *dh_)
+int smb_releasedir(void *loc_, ff_dh *dh_)
 {
 	struct smb_loc *loc = loc_;
-	struct smb_dir *dh = dh_;
+	struct smb_dir *dh = (struct smb_dir *)dh_;
 
 	ff_pathtree_unref(loc->tree, dh->node);
 	g_array_free(dh->ents, TRUE);

@@ -266,7 +266,7 @@ static int smb_open_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg)
 	return 0;
 }
 
-int smb_open(void *loc_, const struct ff_cred *cred, ff_node *node, int flags, void **fhp)
+int smb_open(void *loc_, const struct ff_cred *cred, ff_node *node, int flags, ff_fh **fhp)
 {
 	struct smb_loc *loc = loc_;
 	struct smb_open_arg a = { 0 };
@@ -285,14 +285,14 @@ int smb_open(void *loc_, const struct ff_cred *cred, ff_node *node, int flags, v
 		ff_pathtree_ref(loc->tree, smb_pn(node));
 		a.fh->node = smb_pn(node);
 		smb_opened(loc, a.fh);
-		*fhp = a.fh;
+		*fhp = (ff_fh *)a.fh;
 	}
 	g_free((char *)a.url);
 	return rc;
 }
 
 int smb_create(void *loc_, const struct ff_cred *cred, ff_node *parent, const char *name,
-	       mode_t mode, int flags, ff_node **node, struct stat *st, void **fhp)
+	       mode_t mode, int flags, ff_node **node, struct stat *st, ff_fh **fhp)
 {
 	struct smb_loc *loc = loc_;
 	struct smb_open_arg a = { 0 };
@@ -339,16 +339,16 @@ int smb_create(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 		ff_pathtree_ref(loc->tree, smb_pn(*node));
 		a.fh->node = smb_pn(*node);
 		smb_opened(loc, a.fh);
-		*fhp = a.fh;
+		*fhp = (ff_fh *)a.fh;
 	}
 	g_free((char *)a.url);
 	return rc;
 }
 
-ssize_t smb_read(void *loc_, void *fh_, void *buf, size_t size, off_t off)
+ssize_t smb_read(void *loc_, ff_fh *fh_, void *buf, size_t size, off_t off)
 {
 	struct smb_loc *loc = loc_;
-	struct smb_file *fh = fh_;
+	struct smb_file *fh = (struct smb_file *)fh_;
 	size_t done = 0;
 	SMBCCTX *ctx;
 	int rc;
@@ -381,11 +381,11 @@ out:
 }
 
 /* SMB has no append mode: with O_APPEND, each write goes where the file ends now. */
-ssize_t smb_write(void *loc_, const struct ff_cred *cred, void *fh_, const void *buf, size_t size,
+ssize_t smb_write(void *loc_, const struct ff_cred *cred, ff_fh *fh_, const void *buf, size_t size,
 		  off_t off)
 {
 	struct smb_loc *loc = loc_;
-	struct smb_file *fh = fh_;
+	struct smb_file *fh = (struct smb_file *)fh_;
 	SMBCCTX *ctx;
 	ssize_t n;
 	int rc;
@@ -477,15 +477,15 @@ static int smb_fh_settle(struct smb_loc *loc, struct smb_file *fh)
 	return rc;
 }
 
-int smb_flush(void *loc, void *fh)
+int smb_flush(void *loc, ff_fh *fh)
 {
-	return smb_fh_settle(loc, fh);
+	return smb_fh_settle(loc, (struct smb_file *)fh);
 }
 
-int smb_fsync(void *loc_, void *fh_, int datasync)
+int smb_fsync(void *loc_, ff_fh *fh_, int datasync)
 {
 	struct smb_loc *loc = loc_;
-	struct smb_file *fh = fh_;
+	struct smb_file *fh = (struct smb_file *)fh_;
 	int rc;
 
 	if (!datasync)
@@ -496,10 +496,10 @@ int smb_fsync(void *loc_, void *fh_, int datasync)
 	return smb_fh_end(loc, fh, 0);
 }
 
-int smb_release(void *loc_, void *fh_)
+int smb_release(void *loc_, ff_fh *fh_)
 {
 	struct smb_loc *loc = loc_;
-	struct smb_file *fh = fh_;
+	struct smb_file *fh = (struct smb_file *)fh_;
 	struct smb_conn *conn;
 	struct timeval tv[2];
 	bool dirty = false, times;

@@ -110,10 +110,10 @@ int smb_fh_stat(struct smb_loc *loc, struct smb_file *fh, struct stat *st)
 	return rc;
 }
 
-int smb_getattr(void *loc_, const struct ff_cred *cred, ff_node *node, void *fh_, struct stat *st)
+int smb_getattr(void *loc_, const struct ff_cred *cred, ff_node *node, ff_fh *fh_, struct stat *st)
 {
 	struct smb_loc *loc = loc_;
-	struct smb_file *fh = fh_;
+	struct smb_file *fh = (struct smb_file *)fh_;
 	char *url;
 	int rc;
 
@@ -202,12 +202,12 @@ static void smb_pick_time(struct timeval *tv, unsigned int to_set, unsigned int 
  * it); other bits and directories' modes are accepted and not stored. Owners cannot be stored:
  * chown is accepted and ignored, as cifs does.
  */
-int smb_setattr(void *loc_, const struct ff_cred *cred, ff_node *node, void *fh_,
+int smb_setattr(void *loc_, const struct ff_cred *cred, ff_node *node, ff_fh *fh_,
 		const struct stat *attr, unsigned int to_set, struct stat *st)
 {
 	const int times = FF_SET_ATIME | FF_SET_MTIME | FF_SET_ATIME_NOW | FF_SET_MTIME_NOW;
 	struct smb_loc *loc = loc_;
-	struct smb_file *fh = fh_;
+	struct smb_file *fh = (struct smb_file *)fh_;
 	struct smb_path_arg a = { 0 };
 	struct stat cur;
 	char *url;
@@ -235,7 +235,7 @@ int smb_setattr(void *loc_, const struct ff_cred *cred, ff_node *node, void *fh_
 		smb_times_written(loc, smb_pn(node)); /* it moved mtime, as a write does */
 	}
 	if (to_set & (FF_SET_MODE | times)) {
-		rc = smb_getattr(loc, cred, node, fh, &cur);
+		rc = smb_getattr(loc, cred, node, fh_, &cur);
 		if (rc)
 			goto out;
 	}
@@ -263,7 +263,7 @@ int smb_setattr(void *loc_, const struct ff_cred *cred, ff_node *node, void *fh_
 			goto out;
 		smb_times_set(loc, smb_pn(node), a.tv);
 	}
-	rc = smb_getattr(loc, cred, node, fh, st);
+	rc = smb_getattr(loc, cred, node, fh_, st);
 out:
 	g_free(url);
 	return rc;
@@ -311,7 +311,7 @@ int smb_mkdir(void *loc_, const struct ff_cred *cred, ff_node *parent, const cha
 int smb_mknod(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name, mode_t mode,
 	      dev_t rdev, ff_node **node, struct stat *st)
 {
-	void *fh;
+	ff_fh *fh;
 	int rc;
 
 	if (!S_ISREG(mode))
