@@ -5,6 +5,8 @@
  * operations a backend leaves out live here too, beside the errno they promise.
  */
 #include <errno.h>
+#include <limits.h>
+#include <string.h>
 
 #include "fedfuse/gateway.h"
 
@@ -18,6 +20,13 @@ static int usable(struct ff_mount *m)
 static int handle_usable(struct ff_mount *m)
 {
 	return ff_mount_usable(m) < 0 ? -EIO : 0;
+}
+
+/* A name longer than NAME_MAX is refused here, as a local file system refuses it, before it
+ * reaches a server (which may truncate it, or answer something else). */
+static int name_ok(const char *name)
+{
+	return strnlen(name, NAME_MAX + 1) > NAME_MAX ? -ENAMETOOLONG : 0;
 }
 
 static int account(struct ff_mount *m, enum ff_op op, int rc, gint64 start)
@@ -318,8 +327,11 @@ int ff_gw_lookup(struct ff_mount *m, const struct ff_cred *cred, ff_node *parent
 		 ff_node **node, struct stat *st)
 {
 	gint64 start = g_get_monotonic_time();
-	int rc = usable(m);
+	int rc = name_ok(name);
 
+	if (rc)
+		return rc;
+	rc = usable(m);
 	if (rc == 0)
 		rc = m->be->ops->lookup(m->ctx, cred, parent, name, node, st);
 	return account(m, FF_OP_LOOKUP, rc, start);
@@ -363,8 +375,11 @@ int ff_gw_mknod(struct ff_mount *m, const struct ff_cred *cred, ff_node *parent,
 		mode_t mode, dev_t rdev, ff_node **node, struct stat *st)
 {
 	gint64 start = g_get_monotonic_time();
-	int rc = usable(m);
+	int rc = name_ok(name);
 
+	if (rc)
+		return rc;
+	rc = usable(m);
 	if (rc == 0)
 		rc = m->be->ops->mknod(m->ctx, cred, parent, name, mode, rdev, node, st);
 	return account(m, FF_OP_CREATE, rc, start);
@@ -374,8 +389,11 @@ int ff_gw_mkdir(struct ff_mount *m, const struct ff_cred *cred, ff_node *parent,
 		mode_t mode, ff_node **node, struct stat *st)
 {
 	gint64 start = g_get_monotonic_time();
-	int rc = usable(m);
+	int rc = name_ok(name);
 
+	if (rc)
+		return rc;
+	rc = usable(m);
 	if (rc == 0)
 		rc = m->be->ops->mkdir(m->ctx, cred, parent, name, mode, node, st);
 	return account(m, FF_OP_CREATE, rc, start);
@@ -385,8 +403,11 @@ int ff_gw_symlink(struct ff_mount *m, const struct ff_cred *cred, const char *ta
 		  ff_node *parent, const char *name, ff_node **node, struct stat *st)
 {
 	gint64 start = g_get_monotonic_time();
-	int rc = usable(m);
+	int rc = name_ok(name);
 
+	if (rc)
+		return rc;
+	rc = usable(m);
 	if (rc == 0)
 		rc = m->be->ops->symlink(m->ctx, cred, target, parent, name, node, st);
 	return account(m, FF_OP_CREATE, rc, start);
@@ -396,8 +417,11 @@ int ff_gw_link(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, ff
 	       const char *newname, struct stat *st)
 {
 	gint64 start = g_get_monotonic_time();
-	int rc = usable(m);
+	int rc = name_ok(newname);
 
+	if (rc)
+		return rc;
+	rc = usable(m);
 	if (rc == 0)
 		rc = m->be->ops->link(m->ctx, cred, node, newparent, newname, st);
 	return account(m, FF_OP_CREATE, rc, start);
@@ -406,8 +430,11 @@ int ff_gw_link(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, ff
 int ff_gw_unlink(struct ff_mount *m, const struct ff_cred *cred, ff_node *parent, const char *name)
 {
 	gint64 start = g_get_monotonic_time();
-	int rc = usable(m);
+	int rc = name_ok(name);
 
+	if (rc)
+		return rc;
+	rc = usable(m);
 	if (rc == 0)
 		rc = m->be->ops->unlink(m->ctx, cred, parent, name);
 	return account(m, FF_OP_REMOVE, rc, start);
@@ -416,8 +443,11 @@ int ff_gw_unlink(struct ff_mount *m, const struct ff_cred *cred, ff_node *parent
 int ff_gw_rmdir(struct ff_mount *m, const struct ff_cred *cred, ff_node *parent, const char *name)
 {
 	gint64 start = g_get_monotonic_time();
-	int rc = usable(m);
+	int rc = name_ok(name);
 
+	if (rc)
+		return rc;
+	rc = usable(m);
 	if (rc == 0)
 		rc = m->be->ops->rmdir(m->ctx, cred, parent, name);
 	return account(m, FF_OP_REMOVE, rc, start);
@@ -427,8 +457,11 @@ int ff_gw_rename(struct ff_mount *m, const struct ff_cred *cred, ff_node *parent
 		 ff_node *newparent, const char *newname, unsigned int flags)
 {
 	gint64 start = g_get_monotonic_time();
-	int rc = usable(m);
+	int rc = name_ok(name) ?: name_ok(newname);
 
+	if (rc)
+		return rc;
+	rc = usable(m);
 	if (rc == 0)
 		rc = m->be->ops->rename(m->ctx, cred, parent, name, newparent, newname, flags);
 	return account(m, FF_OP_RENAME, rc, start);
@@ -448,8 +481,11 @@ int ff_gw_create(struct ff_mount *m, const struct ff_cred *cred, ff_node *parent
 		 mode_t mode, int flags, ff_node **node, struct stat *st, ff_fh **fh)
 {
 	gint64 start = g_get_monotonic_time();
-	int rc = usable(m);
+	int rc = name_ok(name);
 
+	if (rc)
+		return rc;
+	rc = usable(m);
 	if (rc == 0)
 		rc = m->be->ops->create(m->ctx, cred, parent, name, mode, flags, node, st, fh);
 	return account(m, FF_OP_CREATE, rc, start);

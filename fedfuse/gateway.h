@@ -11,6 +11,8 @@
  * tests for a NULL operation. Calls that cannot block (forget, relink, handle_fd, watched) and
  * those that end a life (release, releasedir, unmount) are passed through without accounting.
  *
+ * A name longer than NAME_MAX is refused with ENAMETOOLONG before any backend sees it.
+ *
  * No core lock may be held across a call made through here.
  */
 #ifndef FEDFUSE_GATEWAY_H

@@ -189,3 +189,22 @@ def test_descriptor_access_mode(par):
     # a directory descriptor cannot be truncated
     par.each(os.mkdir, P("d"))
     par.same(with_fd, P("d"), O.O_RDONLY, _ftruncate, 0)
+
+
+def file_type(path):
+    return stat.S_IFMT(os.lstat(path).st_mode)
+
+
+def test_name_length_limit(par):
+    """Names of NAME_MAX (255) bytes work for every kind of call; 256 bytes is ENAMETOOLONG, as
+    on a local file system, answered by fedfuse before the name reaches a server."""
+    ok, long = "n" * 255, "m" * 256
+    par.same(create_file, P(ok), b"x", expect="ok")
+    par.same(file_type, P(ok), expect="ok")
+    par.same(os.rename, P(ok), P("o" * 255), expect="ok")
+    par.same(os.mkdir, P("d" * 255), expect="ok")
+    for call, args in ((create_file, (P(long), b"x")), (file_type, (P(long),)),
+                       (os.mkdir, (P(long),)), (os.rmdir, (P(long),)), (os.unlink, (P(long),)),
+                       (os.rename, (P("o" * 255), P(long))), (os.rename, (P(long), P("z"))),
+                       (os.symlink, ("target", P(long))), (os.link, (P("o" * 255), P(long)))):
+        par.same(call, *args, expect=errno.ENAMETOOLONG)
