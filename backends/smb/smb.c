@@ -26,15 +26,21 @@
 /* ---- names, URLs, attributes --------------------------------------------------------------- */
 
 /* SMB reserves these in names ('\\' is its separator, ':' names a stream, the rest are
- * wildcards or invalid); control characters are invalid too. */
+ * wildcards or invalid); control characters are invalid too. A name ending in '.' or ' ' is
+ * made, but Windows semantics drop the ending, so the server lists it under a mangled name
+ * ("notes." shows as "NVTVKN~E"): refused as well. */
 int smb_check_name(const char *name)
 {
-	if (strlen(name) > SMB_NAME_MAX)
+	size_t len = strlen(name);
+
+	if (len > SMB_NAME_MAX)
 		return -ENAMETOOLONG;
 	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
 		if (*p < 0x20 || strchr("\\:*?\"<>|", *p))
 			return -EINVAL;
 	}
+	if (name[len - 1] == '.' || name[len - 1] == ' ')
+		return -EINVAL;
 	return 0;
 }
 

@@ -225,6 +225,27 @@ def test_removed_identity_reused(mounted):
             os.close(held)
 
 
+def test_names_smb_cannot_hold(mounted):
+    """Names SMB cannot hold as they are (reserved characters; a trailing "." or " ", which
+    the server would drop and list under a mangled name) are refused on SMB referrals with
+    EINVAL, and nothing appears on the share; everywhere else they are ordinary names."""
+    base = mounted.p("a", "names")
+    os.mkdir(base)
+    names = ["notes.", "trailing ", "a:b", "q?", "star*", 'quote"', "pipe|", "lt<", "gt>"]
+    for name in names:
+        path = os.path.join(base, name)
+        if mounted.kind == "smb":
+            expect_errno(errno.EINVAL, create, path, b"x")
+            expect_errno(errno.EINVAL, os.mkdir, path)
+            expect_errno(errno.ENOENT, os.stat, path)
+        else:
+            create(path, b"x")
+            assert read_file(path) == b"x"
+    want = set() if mounted.kind == "smb" else set(names)
+    assert set(os.listdir(mounted.d("a", "names"))) == want
+    assert listdir_set(base) == want
+
+
 def test_errno_enoent(mounted):
     for p in (mounted.p("missing"), mounted.p("a", "missing"), mounted.p("a", "x", "y"),
               mounted.p("virt", "missing"), mounted.p("virt", "deep", "missing"),
