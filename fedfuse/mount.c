@@ -123,6 +123,8 @@ static int probe(struct ff_mount *m)
 	return rc;
 }
 
+static int mount_connect(struct ff_mount *m, bool background);
+
 static gpointer prober(gpointer data)
 {
 	struct ff_mounts *mounts = data;
@@ -146,7 +148,7 @@ static gpointer prober(gpointer data)
 
 			/* Never connected: try to (the back-off has expired); else ask its root. */
 			if (!m->ctx)
-				ff_mount_connect(m);
+				mount_connect(m, true);
 			else
 				probe(m);
 		}
@@ -319,7 +321,8 @@ static void set_up(struct ff_mount *m)
 	m->backoff = BACKOFF_MIN;
 }
 
-int ff_mount_connect(struct ff_mount *m)
+/* Connect `m`, from a request or (`background`) from the prober. */
+static int mount_connect(struct ff_mount *m, bool background)
 {
 	g_autofree char *msg = NULL;
 	char *bmsg = NULL;
@@ -328,6 +331,13 @@ int ff_mount_connect(struct ff_mount *m)
 	int rc = 0;
 
 	g_mutex_lock(&m->lock);
+	if (!background && m->state == FF_MOUNT_DOWN && !m->ctx &&
+	    (g_get_monotonic_time() < m->retry_at || m->last_errno == ETIMEDOUT)) {
+		/* In its back-off, or a server that took the whole timeout to fail: a request
+		 * does not wait for it (the prober alone tries it again then). */
+		rc = -m->last_errno;
+		goto out_unlock;
+	}
 	/* One connection attempt at a time, whoever asks: the others wait for its outcome. */
 	while (m->connecting)
 		g_cond_wait(&m->connected, &m->lock);
@@ -370,6 +380,11 @@ int ff_mount_connect(struct ff_mount *m)
 out_unlock:
 	g_mutex_unlock(&m->lock);
 	return rc;
+}
+
+int ff_mount_connect(struct ff_mount *m)
+{
+	return mount_connect(m, false);
 }
 
 int ff_mount_usable(struct ff_mount *m)

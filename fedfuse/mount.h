@@ -93,8 +93,9 @@ struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 			       const struct ff_location *loc, double attr_timeout,
 			       struct ff_mount *parent);
 
-/* Connect if needed. Returns 0, or -errno (quickly, without I/O, while the location is down
- * and its back-off has not expired). */
+/* Connect if needed. Returns 0, or -errno quickly, without I/O, while the location is down and
+ * its back-off has not expired, or when its last attempt timed out: a location that does not
+ * answer is tried again by the prober alone, so no request waits out the timeout twice. */
 int ff_mount_connect(struct ff_mount *m);
 
 /* 0 when operations may be sent to `m`; while it is down, the error that put it down (without

@@ -17,8 +17,10 @@ import hashlib
 import os
 import re
 import shutil
+import socket
 import struct
 import subprocess
+import threading
 import time
 
 import pytest
@@ -614,3 +616,58 @@ def test_missing_local_directory_is_unreachable(tmp_path, mount_factory):
             return False
     assert wait_until(back, RECOVERY), open(os.path.join(m.mnt, ".fedfuse", "locations")).read()
 
+
+
+class SilentServer:
+    """A TCP listener on 127.0.0.1 that accepts every connection and never answers."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.conns = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self):
+        self.sock.settimeout(0.2)
+        while not self.stop.is_set():
+            try:
+                self.conns.append(self.sock.accept()[0])
+            except OSError:
+                pass
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+        for c in self.conns:
+            c.close()
+        self.sock.close()
+
+
+@pytest.mark.skipif(not backend_module_present("smb"), reason="built without the smb backend")
+def test_silent_server_costs_one_timeout(tmp_path, mount_factory):
+    """A location whose server accepts connections but never answers costs the timeout once:
+    later accesses, also after the back-off has expired, fail at once while the prober alone
+    waits for it; the other referral answers all along."""
+    silent = SilentServer()
+    try:
+        uri = f"smb://127.0.0.1:{silent.port}/share"
+        loc = local_dir(tmp_path)
+        m = mount_factory(ns_text([("/silent", [uri], None), ("/local", ["file://" + loc], None)]))
+        m.expect_log(r"location " + re.escape(uri) + r" is unreachable")
+        m.start()
+        path = os.path.join(m.mnt, "silent")
+        _, err, el = timed(os.listdir, path, bound=OP_BOUND + 10)
+        assert errno_of(err) in DOWN_ERRNOS, err
+        assert el <= OP_BOUND, f"the first access took {el:.1f} s"
+        for i in range(3):
+            time.sleep(1.5)  # past the back-off (1 s, then 2 s): the time passing is the point
+            _, err, el = timed(os.listdir, path, bound=OP_BOUND + 10)
+            assert errno_of(err) in DOWN_ERRNOS, err
+            assert el < AT_ONCE, f"access {i + 2} took {el:.1f} s: the timeout was paid again"
+            assert read_file(os.path.join(m.mnt, "local", "l")) == b"local\n"
+    finally:
+        silent.close()
