@@ -708,31 +708,33 @@ bool ff_junction_is_fedfs_mode(mode_t st_mode)
 /* The port of an nfs location: host:port or ?nfsport=N (the only option FedFS XML can hold). */
 static bool fedfs_port(const struct ff_location_spec *spec, int *port, char **err)
 {
+	int opt = ff_location_port_option(spec, "nfsport");
+	const char *bad = NULL;
 	char **opts;
-	bool ok = true;
 	char *q;
 
 	*port = spec->port;
 	if (!spec->query)
 		return true;
 	opts = g_strsplit(spec->query, "&", -1);
-	for (char **o = opts; *o && ok; o++) {
-		gint64 n;
-
-		if (g_str_has_prefix(*o, "nfsport=") &&
-		    parse_int(*o + strlen("nfsport="), 1, 65535, &n) &&
-		    (*port == 0 || *port == n)) {
-			*port = (int)n;
-			continue;
-		}
+	for (char **o = opts; *o && !bad; o++)
+		if (!g_str_has_prefix(*o, "nfsport="))
+			bad = *o;
+	if (!bad && opt < 0)
+		bad = "nfsport=";
+	if (!bad && opt > 0 && *port != 0 && *port != opt)
+		bad = "nfsport=";
+	if (bad) {
 		q = fj_quote_str(spec->uri);
-		*err = fj_errf("'%s': fedfs junctions cannot hold the option '%s' (only nfsport=)",
-			       q, *o);
+		*err = fj_errf("'%s': fedfs junctions cannot hold the option '%s' (only nfsport=N "
+			       "with the port the URI gives, if any)",
+			       q, bad);
 		g_free(q);
-		ok = false;
+	} else if (opt > 0) {
+		*port = opt;
 	}
 	g_strfreev(opts);
-	return ok;
+	return !bad;
 }
 
 static void xml_escaped(GString *out, const char *s)

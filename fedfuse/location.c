@@ -475,3 +475,31 @@ out_fail:
 		g_free(err);
 	return false;
 }
+
+int ff_location_port_option(const struct ff_location_spec *spec, const char *key)
+{
+	size_t klen = strlen(key);
+	int port = 0;
+	char **opts;
+
+	if (!spec->query)
+		return 0;
+	opts = g_strsplit(spec->query, "&", -1);
+	for (char **o = opts; *o; o++) {
+		const char *v = *o + klen + 1;
+		char *end;
+		long n;
+
+		if (strncmp(*o, key, klen) != 0 || (*o)[klen] != '=')
+			continue;
+		errno = 0;
+		n = strtol(v, &end, 10);
+		if (port || !g_ascii_isdigit(*v) || *end || errno || n < 1 || n > 65535) {
+			port = -1;
+			break;
+		}
+		port = (int)n;
+	}
+	g_strfreev(opts);
+	return port;
+}

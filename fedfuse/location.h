@@ -46,6 +46,11 @@ bool ff_location_list_parse(const char *value, size_t len, guint max, GPtrArray 
 
 void ff_location_free(gpointer loc); /* clear and free a g_malloc'd struct ff_location */
 
+/* The value of option `key` (as in "nfsport=2049") in a location's query as a TCP port:
+ * 1..65535, 0 when the query does not name it, -1 when it names it badly (not a number in that
+ * range, or twice). The one reader of port options outside the backends. */
+int ff_location_port_option(const struct ff_location_spec *spec, const char *key);
+
 /* Whether `s` (`n` bytes) holds a control character (< 0x20 or 0x7f). */
 bool ff_has_control_char(const char *s, size_t n);
 /* `s` as it may appear in a message, which must be printable UTF-8 (g_malloc'd): control

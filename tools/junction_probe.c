@@ -29,27 +29,17 @@
 
 /* ---- check --------------------------------------------------------------------------------- */
 
-/* The TCP port a location's server answers on. */
+/* The TCP port a location's server answers on; -1 when its nfsport= is malformed. */
 static int location_port(const struct ff_location_spec *spec)
 {
+	int n;
+
 	if (spec->port)
 		return spec->port;
-	if (strcmp(spec->scheme, "nfs") == 0) {
-		char **opts = g_strsplit(spec->query ? spec->query : "", "&", -1);
-		int port = FF_JUNCTION_NFS_PORT;
-
-		for (char **o = opts; *o; o++) {
-			if (g_str_has_prefix(*o, "nfsport=")) {
-				int n = atoi(*o + strlen("nfsport="));
-
-				if (n > 0 && n < 65536)
-					port = n;
-			}
-		}
-		g_strfreev(opts);
-		return port;
-	}
-	return SMB_PORT;
+	if (strcmp(spec->scheme, "nfs") != 0)
+		return SMB_PORT;
+	n = ff_location_port_option(spec, "nfsport");
+	return n == 0 ? FF_JUNCTION_NFS_PORT : n;
 }
 
 /* Connect to one address within `timeout_ms`. 0 or -errno. */
@@ -112,6 +102,10 @@ static bool probe(const struct ff_location_spec *spec, double timeout)
 			printf("ok    %s (directory %s)\n", spec->uri, p);
 		g_free(p);
 		return ok;
+	}
+	if (location_port(spec) < 0) {
+		printf("FAIL  %s: nfsport= is not a port number\n", spec->uri);
+		return false;
 	}
 	g_snprintf(port, sizeof(port), "%d", location_port(spec));
 	gai = getaddrinfo(spec->host, port, &hints, &res);

@@ -1115,6 +1115,39 @@ static void remove_tree(const char *dir)
 	g_rmdir(dir);
 }
 
+/* Port options read outside the backends (FedFS junctions, the admin tool's probe). */
+static void test_location_port_option(void)
+{
+	static const struct {
+		const char *uri;
+		int want;
+	} cases[] = {
+		{ "nfs://h/e", 0 },
+		{ "nfs://h/e?version=3", 0 },
+		{ "nfs://h/e?nfsport=2050", 2050 },
+		{ "nfs://h/e?version=4&nfsport=1", 1 },
+		{ "nfs://h/e?nfsport=65535&mountport=20048", 65535 },
+		{ "nfs://h/e?mountport=20048", 0 },
+		{ "nfs://h/e?nfsportx=1", 0 },
+		{ "nfs://h/e?nfsport=0", -1 },
+		{ "nfs://h/e?nfsport=65536", -1 },
+		{ "nfs://h/e?nfsport=20x", -1 },
+		{ "nfs://h/e?nfsport=", -1 },
+		{ "nfs://h/e?nfsport=-1", -1 },
+		{ "nfs://h/e?nfsport=%2B1", -1 },
+		{ "nfs://h/e?nfsport=1&nfsport=2", -1 },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		struct ff_location loc;
+		char *msg = NULL;
+
+		g_assert_true(ff_location_parse(cases[i].uri, &loc, &msg));
+		g_assert_cmpint(ff_location_port_option(&loc.spec, "nfsport"), ==, cases[i].want);
+		ff_location_clear(&loc);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	GError *err = NULL;
@@ -1151,6 +1184,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/namespace/error/credentials/owner", test_error_credentials_owner);
 	g_test_add_func("/namespace/error/check-callback", test_error_check);
 	g_test_add_func("/namespace/location/parse", test_location_parse);
+	g_test_add_func("/namespace/location/port-option", test_location_port_option);
 	g_test_add_func("/namespace/robustness/location", test_fuzz_location);
 	g_test_add_func("/namespace/robustness/file", test_fuzz_file);
 
