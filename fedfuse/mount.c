@@ -197,6 +197,8 @@ void ff_mounts_free(struct ff_mounts *mounts)
 	for (guint i = 0; i < mounts->list->len; i++) {
 		struct ff_mount *m = mounts->list->pdata[i];
 
+		if (m->ctx && m->root_node)
+			ff_gw_forget(m, m->root_node);
 		if (m->ctx)
 			ff_gw_unmount(m);
 		g_free((char *)m->loc.spec.credentials); /* our copy; the namespace owns its own */
@@ -265,6 +267,32 @@ struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 	}
 	g_mutex_unlock(&mounts->lock);
 	return m;
+}
+
+int ff_mount_root_node(struct ff_mount *m, const struct ff_cred *cred, ff_node **node)
+{
+	ff_node *fresh = NULL;
+	struct stat st;
+	int rc;
+
+	g_mutex_lock(&m->lock);
+	*node = m->root_node;
+	g_mutex_unlock(&m->lock);
+	if (*node)
+		return 0;
+	rc = ff_gw_root(m, cred, &fresh, &st); /* not under the lock: a backend call */
+	if (rc < 0)
+		return rc;
+	g_mutex_lock(&m->lock);
+	if (!m->root_node) { /* else another thread was first: keep its node */
+		m->root_node = fresh;
+		fresh = NULL;
+	}
+	*node = m->root_node;
+	g_mutex_unlock(&m->lock);
+	if (fresh)
+		ff_gw_forget(m, fresh);
+	return 0;
 }
 
 double ff_mount_cache_timeout(const struct ff_mount *m)

@@ -74,6 +74,9 @@ struct ff_mount {
 	/* The root's attributes as last seen, so that crossing into a location whose root the
 	 * kernel already knows needs no backend call. */
 	bool root_known;
+	/* A node of the root, kept until unmount for operations on a namespace whose root is
+	 * this location (ff_mount_root_node). */
+	ff_node *root_node;
 	struct stat root_st;
 	gint64 root_time; /* monotonic usec */
 
@@ -106,6 +109,10 @@ int ff_mount_usable(struct ff_mount *m);
  * is a connection-level error (timeout, refused, reset, unreachable) or up when it succeeded
  * after being down. Returns rc. */
 int ff_mount_account(struct ff_mount *m, enum ff_op op, int rc, gint64 start_usec);
+
+/* A node of the root of `m` (connected), shared and kept by the mount until it is unmounted:
+ * the first call asks the backend, the others nothing. 0 or -errno. */
+int ff_mount_root_node(struct ff_mount *m, const struct ff_cred *cred, ff_node **node);
 
 /* How long the kernel may cache what it learns of `m` (a connected mount): long when every
  * change by others is reported, the location's attr-timeout otherwise. */

@@ -117,13 +117,13 @@ void ff_virtual_stat(struct ff_state *s, struct ff_inode *inode, struct stat *st
 }
 
 /*
- * The root of a referral's first reachable location: a new node reference and attributes.
- * A location that fails with a connection-level error is skipped (and marked down); any other
- * error is the answer.
+ * The root of a referral's first reachable location: the mount and its root node (the mount's
+ * own, kept until unmount: operations on a namespace whose root is a referral make no root()
+ * call each). A location that fails with a connection-level error is skipped (and marked
+ * down); any other error is the answer.
  */
 static int referral_root(struct ff_state *s, const struct ff_cred *cred,
-			 const struct ff_referral *ref, struct ff_mount **mntp, ff_node **bnode,
-			 struct stat *st)
+			 const struct ff_referral *ref, struct ff_mount **mntp, ff_node **bnode)
 {
 	int rc = -EHOSTDOWN;
 
@@ -136,7 +136,7 @@ static int referral_root(struct ff_state *s, const struct ff_cred *cred,
 			return -ENOSPC;
 		rc = ff_mount_connect(m);
 		if (rc == 0)
-			rc = ff_gw_root(m, cred, bnode, st);
+			rc = ff_mount_root_node(m, cred, bnode);
 		if (rc == 0) {
 			*mntp = m;
 			return 0;
@@ -335,27 +335,23 @@ int ff_target_get(struct ff_state *s, const struct ff_cred *cred, struct ff_inod
 {
 	struct ff_namespace *ns;
 	const struct ff_ns_node *root;
-	struct stat st;
 	int rc = 0;
 
-	*t = (struct ff_target){ inode->mnt, inode->bnode, false };
+	*t = (struct ff_target){ inode->mnt, inode->bnode };
 	if (inode->ino != FF_INO_ROOT)
 		return inode->mnt ? ff_mount_usable(inode->mnt) : 0;
 	ns = ff_state_ns(s);
 	root = ff_namespace_find(ns, "/");
-	if (root && root->referral) {
-		rc = referral_root(s, cred, root->referral, &t->mnt, &t->bnode, &st);
-		t->temp = rc == 0;
-	}
+	if (root && root->referral)
+		rc = referral_root(s, cred, root->referral, &t->mnt, &t->bnode);
 	ff_namespace_unref(ns);
 	return rc;
 }
 
 void ff_target_put(struct ff_state *s, struct ff_target *t)
 {
-	if (t->temp)
-		ff_gw_forget(t->mnt, t->bnode);
-	t->temp = false;
+	t->mnt = NULL;
+	t->bnode = NULL;
 }
 
 bool ff_resolve_is_ns_child(struct ff_state *s, struct ff_inode *parent, const char *name)

@@ -9,12 +9,12 @@
 #include "fedfuse/fedfuse.h"
 
 /* The backend side of an inode, for one operation. For most inodes it is the inode's own mount
- * and node; for the root when "/" is a referral it is that referral's current location root, a
- * temporary reference. `mnt` is NULL for namespace-only inodes. */
+ * and node; for the root when "/" is a referral it is the root node of that referral's current
+ * location, which its mount keeps. `mnt` is NULL for namespace-only inodes. ff_target_put()
+ * ends the use: nothing to release while mounts live as long as the daemon. */
 struct ff_target {
 	struct ff_mount *mnt;
 	ff_node *bnode;
-	bool temp;
 };
 
 int ff_target_get(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *inode,
