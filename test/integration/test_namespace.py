@@ -12,6 +12,7 @@ import time
 import pytest
 
 from conftest import file_uri, is_mounted, run_daemon, write_namespace
+from servers_util import location_ops, read_stats
 from util import create, expect_errno, listdir_set, read_file, wait_until
 
 
@@ -222,6 +223,16 @@ def test_root_referral(mount_factory, tmp_path):
     assert (root / "top").read_bytes() == b"top"
     assert read_file(os.path.join(m.mnt, "x", "y", "s")) == b"s"
     assert listdir_set(m.mnt) == {"top", "x"}
+    # Operations on / do not ask the location for its root each time (root() is counted as a
+    # lookup of the location): stat and list it again and again.
+    uri = file_uri(str(root))
+    before = location_ops(read_stats(m.mnt), uri, "/").get("lookup", (0, 0))[0]
+    for _ in range(10):
+        os.stat(m.mnt)
+        os.listdir(m.mnt)
+        os.getxattr(m.mnt, "user.fedfuse.location")
+    after = location_ops(read_stats(m.mnt), uri, "/").get("lookup", (0, 0))[0]
+    assert after - before <= 1, f"root() asked {after - before} times for 30 operations"
 
 
 def test_sighup_reload(mount_factory, tmp_path):
