@@ -718,16 +718,11 @@ static bool fedfs_port(const struct ff_location_spec *spec, int *port, char **er
 		return true;
 	opts = g_strsplit(spec->query, "&", -1);
 	for (char **o = opts; *o && !bad; o++)
-		if (!g_str_has_prefix(*o, "nfsport="))
+		if (!g_str_has_prefix(*o, "nfsport=") || opt < 0 || (*port != 0 && *port != opt))
 			bad = *o;
-	if (!bad && opt < 0)
-		bad = "nfsport=";
-	if (!bad && opt > 0 && *port != 0 && *port != opt)
-		bad = "nfsport=";
 	if (bad) {
 		q = fj_quote_str(spec->uri);
-		*err = fj_errf("'%s': fedfs junctions cannot hold the option '%s' (only nfsport=N "
-			       "with the port the URI gives, if any)",
+		*err = fj_errf("'%s': fedfs junctions cannot hold the option '%s' (only nfsport=)",
 			       q, bad);
 		g_free(q);
 	} else if (opt > 0) {
