@@ -19,6 +19,9 @@
 #include "fedfuse/notify.h"
 #include "fedfuse/xattr.h"
 
+/* How long rmdir waits for the releases of files set aside in the directory (hidden.h). */
+#define HIDDEN_WAIT_USEC (2 * G_USEC_PER_SEC)
+
 /* ---- inodes ------------------------------------------------------------------------------- */
 
 static void ff_init(void *data, struct fuse_conn_info *conn)
@@ -363,6 +366,15 @@ static void ff_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		victim = dir_to_remove(&op, name, &vst);
 	if (rc == 0)
 		rc = ff_gw_rmdir(op.t.mnt, &op.h.cred, op.t.bnode, name);
+	if (rc == -ENOTEMPTY && victim && ff_hidden_pending(op.s, victim)) {
+		/* `rm d/f; rmdir d` right after f's last close: f waits under a hidden name for the
+		 * release FUSE sends after close() returned. Let it arrive, then try again. */
+		gint64 deadline = g_get_monotonic_time() + HIDDEN_WAIT_USEC;
+
+		while (ff_hidden_pending(op.s, victim) && g_get_monotonic_time() < deadline)
+			g_usleep(2000);
+		rc = ff_gw_rmdir(op.t.mnt, &op.h.cred, op.t.bnode, name);
+	}
 	if (rc == 0 && victim) {
 		g_mutex_lock(&victim->lock);
 		struct ff_inode_gone *gone = ff_inode_gone(victim);

@@ -65,6 +65,29 @@ out_put:
 	return rc;
 }
 
+struct pending {
+	struct ff_inode *dir;
+	bool found;
+};
+
+static void find_pending(struct ff_inode *inode, void *data)
+{
+	struct pending *p = data;
+
+	g_mutex_lock(&inode->lock);
+	if (inode->gone && inode->gone->hidden_parent == p->dir)
+		p->found = true;
+	g_mutex_unlock(&inode->lock);
+}
+
+bool ff_hidden_pending(struct ff_state *s, struct ff_inode *dir)
+{
+	struct pending p = { dir, false };
+
+	ff_itab_foreach(s->itab, find_pending, &p);
+	return p.found;
+}
+
 /* The last close of a file that was unlinked while open on a path-named backend. */
 void ff_remove_hidden(struct ff_state *s, struct ff_inode *inode)
 {
