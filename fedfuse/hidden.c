@@ -98,10 +98,10 @@ void ff_remove_hidden(struct ff_state *s, struct ff_inode *inode)
 	int rc;
 
 	g_mutex_lock(&inode->lock);
-	dir = inode->opencount == 0 && inode->gone ? inode->gone->hidden_parent : NULL;
+	dir = inode->opencount == 0 && inode->gone && inode->gone->hidden_name
+		      ? inode->gone->hidden_parent
+		      : NULL;
 	name = dir ? g_steal_pointer(&inode->gone->hidden_name) : NULL;
-	if (dir)
-		inode->gone->hidden_parent = NULL;
 	g_mutex_unlock(&inode->lock);
 	if (!dir)
 		return;
@@ -115,6 +115,11 @@ void ff_remove_hidden(struct ff_state *s, struct ff_inode *inode)
 		ff_log_once(LOG_WARNING, name, 60, "cannot remove %s (unlinked while open): %s",
 			    name, g_strerror(-rc));
 	ff_cred_put(&h);
+	/* Only now that the name is gone: an rmdir of `dir` waits until then
+	 * (ff_hidden_pending). */
+	g_mutex_lock(&inode->lock);
+	inode->gone->hidden_parent = NULL;
+	g_mutex_unlock(&inode->lock);
 	ff_itab_forget(s->itab, dir->ino, 1);
 	g_free(name);
 }
