@@ -72,13 +72,14 @@ static int fill(void *buf, const char *name, const struct stat *st, off_t next, 
 	if (by_name) {
 		if (S_ISDIR(st->st_mode) || S_ISLNK(st->st_mode))
 			return FF_FILL_WANT_NODE;
-		inode = ff_itab_find_ref(dir->s->itab, dir->t.mnt->index, st->st_dev, st->st_ino);
+		inode = ff_itab_find_ref(dir->s->itab, dir->t.mnt, dir->t.mnt->index, st->st_dev,
+					 st->st_ino);
 		if (!inode)
 			return FF_FILL_WANT_NODE;
 		copy.st_ino = inode->ino;
 	} else if (!node) { /* d_ino as stat will report it */
-		copy.st_ino =
-			ff_itab_predict(dir->s->itab, dir->t.mnt->index, st->st_dev, st->st_ino);
+		copy.st_ino = ff_itab_predict(dir->s->itab, dir->t.mnt, dir->t.mnt->index,
+					      st->st_dev, st->st_ino);
 	}
 	add(dir, name, &copy, node, false);
 	g_array_index(dir->entries, struct ff_dirent, dir->entries->len - 1).inode = inode;

@@ -349,7 +349,7 @@ static struct ff_inode *dir_to_remove(struct ff_request *op, const char *name, s
 	ff_gw_forget(m, node);
 	if (!S_ISDIR(st->st_mode))
 		return NULL;
-	return ff_itab_find_ref(op->s->itab, m->index, st->st_dev, st->st_ino);
+	return ff_itab_find_ref(op->s->itab, m, m->index, st->st_dev, st->st_ino);
 }
 
 static void ff_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)

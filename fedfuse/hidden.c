@@ -32,7 +32,7 @@ int ff_hide_if_open(struct ff_request *op, struct ff_inode *dir, struct ff_targe
 	if (ff_gw_lookup(m, &op->h.cred, dt->bnode, name, &node, &st) < 0)
 		return 0; /* the operation itself will say what is wrong */
 	/* A reference, so that the kernel forgetting it meanwhile cannot free it under us. */
-	victim = ff_itab_find_ref(op->s->itab, m->index, st.st_dev, st.st_ino);
+	victim = ff_itab_find_ref(op->s->itab, m, m->index, st.st_dev, st.st_ino);
 	open = false;
 	if (victim && !S_ISDIR(st.st_mode) && st.st_nlink == 1) { /* its last name */
 		g_mutex_lock(&victim->lock);

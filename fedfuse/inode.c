@@ -35,6 +35,7 @@ static guint obj_hash(gconstpointer p)
 	uint64_t h = (uint64_t)k->bino * UINT64_C(0x9e3779b97f4a7c15);
 
 	h ^= (uint64_t)k->dev * UINT64_C(0xc2b2ae3d27d4eb4f) + k->mnt_index;
+	h ^= (uint64_t)(uintptr_t)k->mnt >> 4;
 	return (guint)(h ^ (h >> 32));
 }
 
@@ -42,13 +43,14 @@ static gboolean obj_equal(gconstpointer a, gconstpointer b)
 {
 	const struct ff_inode *x = a, *y = b;
 
-	return x->mnt_index == y->mnt_index && x->dev == y->dev && x->bino == y->bino;
+	return x->mnt == y->mnt && x->mnt_index == y->mnt_index && x->dev == y->dev &&
+	       x->bino == y->bino;
 }
 
 /* The number an object gets unless it is taken (0: bino does not fit). */
 static uint64_t compose(uint16_t mnt_index, ino_t bino)
 {
-	if ((uint64_t)bino > INO_MASK || bino == 0)
+	if ((uint64_t)bino > INO_MASK || bino == 0 || mnt_index == FF_MOUNT_INDEX_NONE)
 		return 0;
 	return ((uint64_t)mnt_index << INO_BITS) | (uint64_t)bino;
 }
@@ -60,9 +62,12 @@ static bool counter_numbered(const struct ff_inode *inode)
 }
 
 /* The inode of an object, or NULL; called with the table mutex held. */
-static struct ff_inode *find_locked(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino)
+static struct ff_inode *find_locked(struct ff_itab *itab, const struct ff_mount *mnt,
+				    uint16_t mnt_index, dev_t dev, ino_t bino)
 {
-	struct ff_inode probe = { .dev = dev, .bino = bino, .mnt_index = mnt_index };
+	struct ff_inode probe = {
+		.dev = dev, .bino = bino, .mnt_index = mnt_index, .mnt = (struct ff_mount *)mnt
+	};
 	uint64_t ino = compose(mnt_index, bino);
 
 	if (ino) {
@@ -137,46 +142,50 @@ struct ff_inode *ff_itab_get(struct ff_itab *itab, uint64_t ino)
 	return inode;
 }
 
-uint64_t ff_itab_predict(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino)
+uint64_t ff_itab_predict(struct ff_itab *itab, const struct ff_mount *mnt, uint16_t mnt_index,
+			 dev_t dev, ino_t bino)
 {
 	struct ff_inode *inode;
 	uint64_t ino;
 
 	g_mutex_lock(&itab->lock);
-	inode = find_locked(itab, mnt_index, dev, bino);
+	inode = find_locked(itab, mnt, mnt_index, dev, bino);
 	ino = inode ? inode->ino : compose(mnt_index, bino);
 	g_mutex_unlock(&itab->lock);
 	return ino ? ino : FALLBACK_INDEX << INO_BITS;
 }
 
-struct ff_inode *ff_itab_find(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino)
+struct ff_inode *ff_itab_find(struct ff_itab *itab, const struct ff_mount *mnt, uint16_t mnt_index,
+			      dev_t dev, ino_t bino)
 {
 	struct ff_inode *inode;
 
 	g_mutex_lock(&itab->lock);
-	inode = find_locked(itab, mnt_index, dev, bino);
+	inode = find_locked(itab, mnt, mnt_index, dev, bino);
 	g_mutex_unlock(&itab->lock);
 	return inode;
 }
 
-uint64_t ff_itab_find_number(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino)
+uint64_t ff_itab_find_number(struct ff_itab *itab, const struct ff_mount *mnt, uint16_t mnt_index,
+			     dev_t dev, ino_t bino)
 {
 	struct ff_inode *inode;
 	uint64_t ino;
 
 	g_mutex_lock(&itab->lock);
-	inode = find_locked(itab, mnt_index, dev, bino);
+	inode = find_locked(itab, mnt, mnt_index, dev, bino);
 	ino = inode ? inode->ino : 0;
 	g_mutex_unlock(&itab->lock);
 	return ino;
 }
 
-struct ff_inode *ff_itab_find_ref(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino)
+struct ff_inode *ff_itab_find_ref(struct ff_itab *itab, const struct ff_mount *mnt,
+				  uint16_t mnt_index, dev_t dev, ino_t bino)
 {
 	struct ff_inode *inode;
 
 	g_mutex_lock(&itab->lock);
-	inode = find_locked(itab, mnt_index, dev, bino);
+	inode = find_locked(itab, mnt, mnt_index, dev, bino);
 	if (inode)
 		inode->nlookup++;
 	g_mutex_unlock(&itab->lock);
@@ -241,7 +250,7 @@ struct ff_inode *ff_itab_intern(struct ff_itab *itab, struct ff_mount *mnt, uint
 	struct ff_inode *inode;
 
 	g_mutex_lock(&itab->lock);
-	inode = find_locked(itab, mnt_index, dev, bino);
+	inode = find_locked(itab, mnt, mnt_index, dev, bino);
 	if (inode && !still_names(inode, type)) {
 		retire_locked(itab, inode);
 		inode = NULL;

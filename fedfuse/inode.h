@@ -31,6 +31,7 @@
 #define FF_INO_CONTROL_FIRST 3 /* its files */
 #define FF_INO_VIRTUAL_FIRST 16
 #define FF_MOUNT_INDEX_MAX 0xfffe
+#define FF_MOUNT_INDEX_NONE 0xffff /* a mount whose objects are numbered from the counter */
 
 struct ff_mount;
 
@@ -40,8 +41,8 @@ struct ff_inode {
 	uint64_t ino;	  /* first: the table's number index hashes the inode by it */
 	uint64_t nlookup; /* the kernel's references; under the table mutex */
 
-	/* Identity: which object (dev, bino) of which location (mnt_index). mnt is NULL for
-	 * namespace-only inodes. */
+	/* Identity: which object (dev, bino) of which location (mnt, which numbers its objects
+	 * with mnt_index). mnt is NULL for namespace-only inodes. */
 	dev_t dev;
 	ino_t bino;
 	uint16_t mnt_index;
@@ -114,7 +115,7 @@ void ff_itab_free(struct ff_itab *itab);
  * reference, i.e. for the duration of any request that names it. */
 struct ff_inode *ff_itab_get(struct ff_itab *itab, uint64_t ino);
 
-/* The inode for object (mnt_index, dev, bino), counting one lookup. If it exists, *created is
+/* The inode for object (mnt, dev, bino), counting one lookup. If it exists, *created is
  * false and the caller still owns `bnode` (to forget or relink); otherwise a new inode takes
  * `mnt`, `bnode` and `type`. */
 struct ff_inode *ff_itab_intern(struct ff_itab *itab, struct ff_mount *mnt, uint16_t mnt_index,
@@ -124,22 +125,26 @@ struct ff_inode *ff_itab_intern(struct ff_itab *itab, struct ff_mount *mnt, uint
  * `ns_path` (the same path always gets the same number). Counts one lookup. */
 struct ff_inode *ff_itab_intern_virtual(struct ff_itab *itab, uint64_t ino, const char *ns_path);
 
-/* The inode of object (mnt_index, dev, bino) if the table has it, counting nothing: the pointer
+/* The inode of object (mnt, dev, bino) if the table has it, counting nothing: the pointer
  * may be freed by a concurrent forget at once, so use it only under the table's own rules (the
  * unit tests), or take ff_itab_find_ref() instead. */
-struct ff_inode *ff_itab_find(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino);
+struct ff_inode *ff_itab_find(struct ff_itab *itab, const struct ff_mount *mnt, uint16_t mnt_index,
+			      dev_t dev, ino_t bino);
 
-/* The number of object (mnt_index, dev, bino) if the table has it, else 0. */
-uint64_t ff_itab_find_number(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino);
+/* The number of object (mnt, dev, bino) if the table has it, else 0. */
+uint64_t ff_itab_find_number(struct ff_itab *itab, const struct ff_mount *mnt, uint16_t mnt_index,
+			     dev_t dev, ino_t bino);
 
 /* As ff_itab_find(), counting one lookup when found (atomically with finding it). */
-struct ff_inode *ff_itab_find_ref(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino);
+struct ff_inode *ff_itab_find_ref(struct ff_itab *itab, const struct ff_mount *mnt,
+				  uint16_t mnt_index, dev_t dev, ino_t bino);
 
 /* Count one more lookup of an inode the caller holds (a new hard link, an internal hold). */
 void ff_itab_ref(struct ff_itab *itab, struct ff_inode *inode);
 
 /* The number an object would get if it were interned now (readdir's d_ino). */
-uint64_t ff_itab_predict(struct ff_itab *itab, uint16_t mnt_index, dev_t dev, ino_t bino);
+uint64_t ff_itab_predict(struct ff_itab *itab, const struct ff_mount *mnt, uint16_t mnt_index,
+			 dev_t dev, ino_t bino);
 
 /* Undo `n` lookups; the inode is released when none remain (unless pinned). */
 void ff_itab_forget(struct ff_itab *itab, uint64_t ino, uint64_t n);

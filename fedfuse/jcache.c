@@ -6,7 +6,7 @@
 #include "fedfuse/jcache.h"
 
 struct key {
-	uint16_t mnt;
+	uint64_t mnt; /* the id of the mount holding it */
 	dev_t dev;
 	ino_t ino;
 };
@@ -23,12 +23,21 @@ struct ff_jcache {
 	GHashTable *slots; /* struct key * (in the slot) -> struct slot * */
 	gint64 hits;
 	gint64 misses;
+	gint64 next_sweep; /* monotonic usec */
 };
+
+#define SWEEP_INTERVAL (60 * G_USEC_PER_SEC)
+
+static gboolean expired(gpointer key, gpointer value, gpointer now)
+{
+	return ((struct slot *)value)->expires <= *(gint64 *)now;
+}
 
 static guint key_hash(gconstpointer p)
 {
 	const struct key *k = p;
-	uint64_t h = (uint64_t)k->ino * UINT64_C(0x9e3779b97f4a7c15) ^ (uint64_t)k->dev ^ k->mnt;
+	uint64_t h = (uint64_t)k->ino * UINT64_C(0x9e3779b97f4a7c15) ^ (uint64_t)k->dev ^
+		     k->mnt * UINT64_C(0xc2b2ae3d27d4eb4f);
 
 	return (guint)(h ^ (h >> 32));
 }
@@ -44,7 +53,6 @@ void ff_jentry_unref(struct ff_jentry *e)
 {
 	if (e && g_atomic_int_dec_and_test(&e->refcount)) {
 		ff_junction_free(e->junction);
-		g_free(e->id);
 		g_free(e);
 	}
 }
@@ -75,7 +83,7 @@ void ff_jcache_free(struct ff_jcache *c)
 	g_free(c);
 }
 
-struct ff_jentry *ff_jcache_get(struct ff_jcache *c, uint16_t mnt, const struct stat *st)
+struct ff_jentry *ff_jcache_get(struct ff_jcache *c, uint64_t mnt, const struct stat *st)
 {
 	struct key key = { mnt, st->st_dev, st->st_ino };
 	struct ff_jentry *e = NULL;
@@ -100,16 +108,15 @@ struct ff_jentry *ff_jcache_get(struct ff_jcache *c, uint16_t mnt, const struct 
 	return e;
 }
 
-struct ff_jentry *ff_jcache_put(struct ff_jcache *c, uint16_t mnt, const struct stat *st,
+struct ff_jentry *ff_jcache_put(struct ff_jcache *c, uint64_t mnt, const struct stat *st,
 				struct ff_junction *junction, double ttl)
 {
 	struct ff_jentry *e = g_new0(struct ff_jentry, 1);
 	struct slot *slot;
+	gint64 now;
 
 	e->refcount = 1;
 	e->junction = junction;
-	e->id = g_strdup_printf("junction:%u:%ju:%ju", mnt, (uintmax_t)st->st_dev,
-				(uintmax_t)st->st_ino);
 	if (ttl <= 0)
 		return e;
 	slot = g_new0(struct slot, 1);
@@ -120,6 +127,11 @@ struct ff_jentry *ff_jcache_put(struct ff_jcache *c, uint16_t mnt, const struct 
 	g_atomic_int_inc(&e->refcount);
 	g_mutex_lock(&c->lock);
 	g_hash_table_replace(c->slots, &slot->key, slot);
+	now = g_get_monotonic_time();
+	if (now >= c->next_sweep) {
+		g_hash_table_foreach_remove(c->slots, expired, &now);
+		c->next_sweep = now + SWEEP_INTERVAL;
+	}
 	g_mutex_unlock(&c->lock);
 	return e;
 }

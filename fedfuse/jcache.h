@@ -2,7 +2,7 @@
 /*
  * jcache.h - the junction cache: what a backend object (a directory or a symlink) is as a
  * junction, positive or negative, for a time-to-live, so that crossing a known junction costs
- * no extra backend round trip. Entries are keyed by (mount index, st_dev, st_ino) and checked
+ * no extra backend round trip. Entries are keyed by (mount id, st_dev, st_ino) and checked
  * against st_ctime, so a changed xattr or a replaced link is read again.
  */
 #ifndef FEDFUSE_JCACHE_H
@@ -18,7 +18,6 @@
 struct ff_jentry {
 	gint refcount;
 	struct ff_junction *junction; /* NULL: not a junction */
-	char *id;		      /* "junction:MOUNT:DEV:INO", names the junction's mounts */
 };
 
 struct ff_jcache;
@@ -27,11 +26,13 @@ struct ff_jcache *ff_jcache_new(void);
 void ff_jcache_free(struct ff_jcache *c);
 
 /* The cached answer for an object, or NULL on a miss (counted). */
-struct ff_jentry *ff_jcache_get(struct ff_jcache *c, uint16_t mnt, const struct stat *st);
+struct ff_jentry *ff_jcache_get(struct ff_jcache *c, uint64_t mnt, const struct stat *st);
 
 /* Remember an answer (`junction` NULL: not a junction; the cache takes it) for `ttl` seconds
- * (0: do not cache) and return a reference to it. */
-struct ff_jentry *ff_jcache_put(struct ff_jcache *c, uint16_t mnt, const struct stat *st,
+ * (0: do not cache) and return a reference to it. Expired entries are dropped as they are met,
+ * and all of them at once every minute or so, so that the cache holds no more than what was
+ * seen within the longest TTL. */
+struct ff_jentry *ff_jcache_put(struct ff_jcache *c, uint64_t mnt, const struct stat *st,
 				struct ff_junction *junction, double ttl);
 
 void ff_jentry_unref(struct ff_jentry *e);

@@ -234,8 +234,11 @@ static void stop_reload(pthread_t thread)
 
 static void release_inode(struct ff_inode *inode, void *data)
 {
-	if (inode->mnt && inode->bnode)
+	if (!inode->mnt)
+		return;
+	if (inode->bnode)
 		ff_gw_forget(inode->mnt, inode->bnode);
+	ff_mount_unref(inode->mnt); /* taken when the inode was made (resolve.c) */
 }
 
 /* Every cached inode of a local location holds a descriptor: allow as many as we may. */

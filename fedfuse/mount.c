@@ -20,9 +20,13 @@
 #define CONNECTORS 4
 
 struct ff_mounts {
-	GMutex lock;
-	GHashTable *by_key; /* key -> struct ff_mount * */
-	GPtrArray *list;    /* in index order */
+	GMutex lock; /* guards the fields up to `connect_queue` and every mount's refs == 0 */
+	GHashTable *by_key;   /* key -> struct ff_mount * */
+	GQueue list;	      /* of ff_mount.link, in order of creation */
+	GArray *free_indexes; /* of uint16_t: indexes of freed mounts, to reuse */
+	uint16_t next_index;
+	uint64_t next_id;
+	gint64 linger; /* usec */
 	/* Backends connect on threads made at start-up, which act as the daemon itself: FUSE
 	 * workers may be acting as some user (the local backend switches a thread's fsuid), and
 	 * a connection must not read a credentials file or create state as that user. */
@@ -125,6 +129,34 @@ static int probe(struct ff_mount *m)
 
 static int mount_connect(struct ff_mount *m, bool background);
 
+/* Take `m` out of the table (its index free for another); called with the table's lock held. */
+static void unlink_locked(struct ff_mounts *mounts, struct ff_mount *m)
+{
+	g_hash_table_remove(mounts->by_key, m->key);
+	g_queue_unlink(&mounts->list, &m->link);
+	if (m->index != FF_MOUNT_INDEX_NONE)
+		g_array_append_val(mounts->free_indexes, m->index);
+}
+
+/* Unmount and free `m`, out of the table. No core lock held: backend calls. */
+static void mount_free(struct ff_mount *m)
+{
+	if (m->ctx && m->root_node)
+		ff_gw_forget(m, m->root_node);
+	if (m->ctx)
+		ff_gw_unmount(m);
+	if (m->parent)
+		ff_mount_unref(m->parent);
+	g_free((char *)m->loc.spec.credentials); /* our copy; the namespace owns its own */
+	ff_location_clear(&m->loc);
+	g_free(m->key);
+	g_free(m->ns_path);
+	g_free(m->last_error);
+	g_mutex_clear(&m->lock);
+	g_cond_clear(&m->connected);
+	g_free(m);
+}
+
 static gpointer prober(gpointer data)
 {
 	struct ff_mounts *mounts = data;
@@ -135,12 +167,26 @@ static gpointer prober(gpointer data)
 		GPtrArray *due = g_ptr_array_new();
 
 		g_mutex_unlock(&mounts->prober_lock);
-		g_mutex_lock(&mounts->lock);
-		for (guint i = 0; i < mounts->list->len; i++) {
-			struct ff_mount *m = mounts->list->pdata[i];
+		GPtrArray *done = g_ptr_array_new();
 
-			if (g_atomic_int_get(&m->state) == FF_MOUNT_DOWN && now >= m->retry_at)
+		g_mutex_lock(&mounts->lock);
+		for (GList *l = mounts->list.head, *next; l; l = next) {
+			struct ff_mount *m = l->data;
+			bool down = g_atomic_int_get(&m->state) == FF_MOUNT_DOWN;
+			gint64 linger =
+				down ? MAX(mounts->linger, (gint64)(BACKOFF_MAX * G_USEC_PER_SEC))
+				     : mounts->linger;
+
+			next = l->next; /* read before m may be unlinked */
+
+			if (g_atomic_int_get(&m->refs) == 0 &&
+			    now - __atomic_load_n(&m->idle_since, __ATOMIC_RELAXED) >= linger) {
+				unlink_locked(mounts, m);
+				g_ptr_array_add(done, m);
+			} else if (down && now >= m->retry_at) {
+				g_atomic_int_inc(&m->refs);
 				g_ptr_array_add(due, m);
+			}
 		}
 		g_mutex_unlock(&mounts->lock);
 		for (guint i = 0; i < due->len; i++) {
@@ -151,8 +197,12 @@ static gpointer prober(gpointer data)
 				mount_connect(m, true);
 			else
 				probe(m);
+			ff_mount_unref(m);
 		}
 		g_ptr_array_free(due, TRUE);
+		for (guint i = 0; i < done->len; i++)
+			mount_free(done->pdata[i]);
+		g_ptr_array_free(done, TRUE);
 		g_mutex_lock(&mounts->prober_lock);
 		if (!mounts->stopping)
 			g_cond_wait_until(&mounts->prober_cond, &mounts->prober_lock,
@@ -168,7 +218,11 @@ struct ff_mounts *ff_mounts_new(void)
 
 	g_mutex_init(&mounts->lock);
 	mounts->by_key = g_hash_table_new(g_str_hash, g_str_equal);
-	mounts->list = g_ptr_array_new();
+	g_queue_init(&mounts->list);
+	mounts->free_indexes = g_array_new(FALSE, FALSE, sizeof(uint16_t));
+	mounts->next_index = 1;
+	mounts->next_id = 1;
+	mounts->linger = (gint64)(FF_MOUNT_LINGER * G_USEC_PER_SEC);
 	mounts->connect_queue = g_async_queue_new();
 	for (int i = 0; i < CONNECTORS; i++)
 		mounts->connectors[i] = g_thread_new("connect", connector, mounts->connect_queue);
@@ -194,23 +248,15 @@ void ff_mounts_free(struct ff_mounts *mounts)
 	for (int i = 0; i < CONNECTORS; i++)
 		g_thread_join(mounts->connectors[i]);
 	g_async_queue_unref(mounts->connect_queue);
-	for (guint i = 0; i < mounts->list->len; i++) {
-		struct ff_mount *m = mounts->list->pdata[i];
+	/* Children first (a junction's mount refers to its parent): newest first. */
+	while (mounts->list.tail) {
+		struct ff_mount *m = mounts->list.tail->data;
 
-		if (m->ctx && m->root_node)
-			ff_gw_forget(m, m->root_node);
-		if (m->ctx)
-			ff_gw_unmount(m);
-		g_free((char *)m->loc.spec.credentials); /* our copy; the namespace owns its own */
-		ff_location_clear(&m->loc);
-		g_free(m->key);
-		g_free(m->ns_path);
-		g_free(m->last_error);
-		g_mutex_clear(&m->lock);
-		g_cond_clear(&m->connected);
-		g_free(m);
+		g_queue_unlink(&mounts->list, &m->link);
+		m->parent = NULL;
+		mount_free(m);
 	}
-	g_ptr_array_free(mounts->list, TRUE);
+	g_array_free(mounts->free_indexes, TRUE);
 	g_hash_table_destroy(mounts->by_key);
 	g_mutex_clear(&mounts->lock);
 	g_free(mounts);
@@ -219,11 +265,11 @@ void ff_mounts_free(struct ff_mounts *mounts)
 /* Everything that changes how a location is reached makes it a different mount. */
 static char *mount_key(const char *ns_path, const struct ff_location_spec *s, double attr_timeout)
 {
-	return g_strdup_printf("%s|%s|%g|%g|%d|%d|%s|%d:%u|%d:%u|%o|%o", ns_path, s->uri,
-			       attr_timeout, s->timeout, s->read_only, s->watch,
-			       s->credentials ? s->credentials : "", s->uid_set, (unsigned)s->uid,
-			       s->gid_set, (unsigned)s->gid, (unsigned)s->file_mode,
-			       (unsigned)s->dir_mode);
+	return g_strdup_printf("%s|%s|%g|%g|%d|%d|%s|%d:%u|%d:%u|%o|%o",
+			       ns_path ? ns_path : "junction", s->uri, attr_timeout, s->timeout,
+			       s->read_only, s->watch, s->credentials ? s->credentials : "",
+			       s->uid_set, (unsigned)s->uid, s->gid_set, (unsigned)s->gid,
+			       (unsigned)s->file_mode, (unsigned)s->dir_mode);
 }
 
 /* Deep copy of a location: the namespace that owns the original may be freed by a reload. */
@@ -238,6 +284,22 @@ static void location_copy(struct ff_location *dst, const struct ff_location *src
 	dst->spec.credentials = g_strdup(src->spec.credentials);
 }
 
+/* An index for a new mount; called with the table's lock held. */
+static uint16_t index_locked(struct ff_mounts *mounts)
+{
+	GArray *free = mounts->free_indexes;
+	uint16_t index;
+
+	if (free->len) {
+		index = g_array_index(free, uint16_t, free->len - 1);
+		g_array_set_size(free, free->len - 1);
+		return index;
+	}
+	if (mounts->next_index > FF_MOUNT_INDEX_MAX)
+		return FF_MOUNT_INDEX_NONE;
+	return mounts->next_index++;
+}
+
 struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 			       const struct ff_location *loc, double attr_timeout,
 			       struct ff_mount *parent)
@@ -247,26 +309,64 @@ struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 
 	g_mutex_lock(&mounts->lock);
 	m = g_hash_table_lookup(mounts->by_key, key);
-	if (!m && mounts->list->len < FF_MOUNT_INDEX_MAX) {
-		m = g_new0(struct ff_mount, 1);
-		m->index = mounts->list->len + 1;
-		m->mounts = mounts;
-		m->key = g_steal_pointer(&key);
-		m->ns_path = g_strdup(ns_path);
-		m->attr_timeout = attr_timeout;
-		m->parent = parent;
-		m->depth = parent ? parent->depth + 1 : 0;
-		location_copy(&m->loc, loc);
-		g_mutex_init(&m->lock);
-		g_cond_init(&m->connected);
-		m->state = FF_MOUNT_IDLE;
-		m->since = g_get_monotonic_time();
-		m->backoff = BACKOFF_MIN;
-		g_ptr_array_add(mounts->list, m);
-		g_hash_table_insert(mounts->by_key, m->key, m);
+	if (m) {
+		g_atomic_int_inc(&m->refs);
+		goto out_unlock;
 	}
+	m = g_new0(struct ff_mount, 1);
+	m->index = index_locked(mounts);
+	m->id = mounts->next_id++;
+	m->mounts = mounts;
+	m->key = g_steal_pointer(&key);
+	m->ns_path = g_strdup(ns_path);
+	/* The caller's reference, and for a referral's mount the table's own. */
+	m->refs = ns_path ? 2 : 1;
+	m->link.data = m;
+	m->attr_timeout = attr_timeout;
+	if (parent)
+		ff_mount_ref(parent);
+	m->parent = parent;
+	m->depth = parent ? parent->depth + 1 : 0;
+	location_copy(&m->loc, loc);
+	g_mutex_init(&m->lock);
+	g_cond_init(&m->connected);
+	m->state = FF_MOUNT_IDLE;
+	m->since = g_get_monotonic_time();
+	m->backoff = BACKOFF_MIN;
+	g_queue_push_tail_link(&mounts->list, &m->link);
+	g_hash_table_insert(mounts->by_key, m->key, m);
+out_unlock:
 	g_mutex_unlock(&mounts->lock);
 	return m;
+}
+
+void ff_mount_ref(struct ff_mount *m)
+{
+	g_atomic_int_inc(&m->refs);
+}
+
+void ff_mount_unref(struct ff_mount *m)
+{
+	/* Noted before the reference goes: once refs is 0 the prober may free m. */
+	__atomic_store_n(&m->idle_since, g_get_monotonic_time(), __ATOMIC_RELAXED);
+	g_atomic_int_dec_and_test(&m->refs);
+}
+
+void ff_mounts_set_linger(struct ff_mounts *mounts, double seconds)
+{
+	g_mutex_lock(&mounts->lock);
+	mounts->linger = (gint64)(seconds * G_USEC_PER_SEC);
+	g_mutex_unlock(&mounts->lock);
+}
+
+guint ff_mounts_count(struct ff_mounts *mounts)
+{
+	guint n;
+
+	g_mutex_lock(&mounts->lock);
+	n = mounts->list.length;
+	g_mutex_unlock(&mounts->lock);
+	return n;
 }
 
 int ff_mount_root_node(struct ff_mount *m, const struct ff_cred *cred, ff_node **node)
@@ -494,10 +594,12 @@ void ff_mounts_describe_locations(struct ff_mounts *mounts, const struct ff_name
 void ff_mounts_describe_stats(struct ff_mounts *mounts, GString *out)
 {
 	g_mutex_lock(&mounts->lock);
-	for (guint i = 0; i < mounts->list->len; i++) {
-		struct ff_mount *m = mounts->list->pdata[i];
+	g_string_append_printf(out, "mounts %u\n", mounts->list.length);
+	for (GList *l = mounts->list.head; l; l = l->next) {
+		struct ff_mount *m = l->data;
 
-		g_string_append_printf(out, "location %s %s\n", m->ns_path, m->loc.spec.uri);
+		g_string_append_printf(out, "location %s %s\n",
+				       m->ns_path ? m->ns_path : "(junction)", m->loc.spec.uri);
 		for (int op = 0; op < FF_OP_COUNT; op++) {
 			gint64 calls = __atomic_load_n(&m->stats[op].calls, __ATOMIC_RELAXED);
 

@@ -44,10 +44,25 @@ enum ff_mount_state { FF_MOUNT_IDLE, FF_MOUNT_UP, FF_MOUNT_DOWN };
 struct ff_mounts;
 
 struct ff_mount {
-	uint16_t index;		  /* 1..FF_MOUNT_INDEX_MAX, part of inode numbers */
+	/* Part of inode numbers: 1..FF_MOUNT_INDEX_MAX, unique among live mounts and reused once
+	 * a mount is freed (no inode of it is left then); FF_MOUNT_INDEX_NONE when all are taken
+	 * (its objects are numbered from a counter). */
+	uint16_t index;
+	uint64_t id;		  /* never reused: names it in caches that outlive it */
 	struct ff_mounts *mounts; /* the table it belongs to */
 	char *key;		  /* what makes two locations the same mount */
-	char *ns_path;		  /* the referral it serves: two referrals never share a mount */
+	/* The referral it serves (two referrals never share a mount), or NULL for the location
+	 * of junctions: one mount for every junction that names the same location. */
+	char *ns_path;
+	/* References: the table's own for a referral's mount (never freed before the table), one
+	 * per inode of it, one per child junction mount, and a caller's between ff_mounts_get()
+	 * and ff_mount_unref(). Unreferenced, a junction's mount lingers (a location found again
+	 * soon is not connected again, and one that is down keeps its back-off), then the prober
+	 * unmounts and frees it: FF_MOUNT_LINGER seconds after its last use, or BACKOFF_MAX
+	 * (60 s) while it is down. */
+	gint refs;
+	gint64 idle_since; /* monotonic usec at which refs last fell to 0 */
+	GList link;	   /* in the table's list */
 	struct ff_location loc;
 	double attr_timeout; /* seconds the kernel may cache its entries and attributes, unless
 			      * watched (ff_mount_cache_timeout) */
@@ -89,12 +104,21 @@ struct ff_mounts *ff_mounts_new(void);
 /* Unmounts every connected location. */
 void ff_mounts_free(struct ff_mounts *mounts);
 
-/* The mount for `loc` of the referral at `ns_path` (or of the junction whose id that is, found
- * inside `parent`), its own copy, made on first use; not connected yet. NULL only when
- * FF_MOUNT_INDEX_MAX mounts exist. */
+#define FF_MOUNT_LINGER 10.0
+
+/* A reference to the mount for `loc` of the referral at `ns_path` (or, `ns_path` NULL, for a
+ * junction found inside `parent`), with its own copy of `loc`, made on first use; not
+ * connected yet. Never NULL. */
 struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 			       const struct ff_location *loc, double attr_timeout,
 			       struct ff_mount *parent);
+/* Another reference to `m`, which the caller holds one of. */
+void ff_mount_ref(struct ff_mount *m);
+void ff_mount_unref(struct ff_mount *m);
+/* How many mounts the table holds (live and lingering). */
+guint ff_mounts_count(struct ff_mounts *mounts);
+/* For tests: how long an unused mount that is not down lingers (FF_MOUNT_LINGER). */
+void ff_mounts_set_linger(struct ff_mounts *mounts, double seconds);
 
 /* Connect if needed. Returns 0, or -errno quickly, without I/O, while the location is down and
  * its back-off has not expired, or when its last attempt timed out: a location that does not

@@ -52,7 +52,7 @@ static void inval_inode(void *data, dev_t dev, ino_t ino)
 
 	forget_root(m, dev, ino);
 	g_rw_lock_reader_lock(&hub.lock);
-	number = hub.se ? ff_itab_find_number(hub.itab, m->index, dev, ino) : 0;
+	number = hub.se ? ff_itab_find_number(hub.itab, m, m->index, dev, ino) : 0;
 	/* offset 0, length 0: the attributes and every cached page */
 	if (number && fuse_lowlevel_notify_inval_inode(hub.se, number, 0, 0) == 0)
 		__atomic_fetch_add(&hub.sent, 1, __ATOMIC_RELAXED);
@@ -65,7 +65,7 @@ static void inval_entry(void *data, dev_t dev, ino_t dir_ino, const char *name)
 	uint64_t number;
 
 	g_rw_lock_reader_lock(&hub.lock);
-	number = hub.se ? ff_itab_find_number(hub.itab, m->index, dev, dir_ino) : 0;
+	number = hub.se ? ff_itab_find_number(hub.itab, m, m->index, dev, dir_ino) : 0;
 	if (number && fuse_lowlevel_notify_inval_entry(hub.se, number, name, strlen(name)) == 0)
 		__atomic_fetch_add(&hub.sent, 1, __ATOMIC_RELAXED);
 	g_rw_lock_reader_unlock(&hub.lock);

@@ -71,7 +71,9 @@ static struct ff_inode *intern(struct ff_state *s, struct ff_mount *mnt, ff_node
 	struct ff_inode *inode = ff_itab_intern(s->itab, mnt, mnt->index, st->st_dev, st->st_ino,
 						bnode, st->st_mode, &created);
 
-	if (!created) {
+	if (created) {
+		ff_mount_ref(mnt); /* the inode's, dropped when it is released */
+	} else {
 		/* Seen before: keep the node the inode has (a path-named backend learns the newest
 		 * path, which is the one the kernel now uses) and drop the new reference, which may
 		 * well be to the same node. */
@@ -132,8 +134,7 @@ static int referral_root(struct ff_state *s, const struct ff_cred *cred,
 		struct ff_mount *m =
 			ff_mounts_get(s->mounts, ref->path, loc, ref->attr_timeout, NULL);
 
-		if (!m)
-			return -ENOSPC;
+		ff_mount_unref(m); /* a referral's mount: the table keeps it */
 		rc = ff_mount_connect(m);
 		if (rc == 0)
 			rc = ff_mount_root_node(m, cred, bnode);
@@ -162,7 +163,7 @@ static int enter_mount(struct ff_state *s, const struct ff_cred *cred, struct ff
 	if (m->root_known &&
 	    start - m->root_time < (gint64)(ff_mount_cache_timeout(m) * G_USEC_PER_SEC)) {
 		st = m->root_st;
-		inode = ff_itab_find_ref(s->itab, m->index, st.st_dev, st.st_ino);
+		inode = ff_itab_find_ref(s->itab, m, m->index, st.st_dev, st.st_ino);
 	}
 	g_mutex_unlock(&m->lock);
 	if (!inode) {
@@ -191,13 +192,13 @@ static bool loops(struct ff_mount *from, const struct ff_location *loc)
 }
 
 /*
- * Enter the first reachable of a referral's or a junction's locations (`id` names which; a
- * junction's were found inside mount `parent`). A location that fails with a connection-level
+ * Enter the first reachable of the locations of the referral at `ns_path`, or (`ns_path` NULL)
+ * of a junction found inside mount `parent`. A location that fails with a connection-level
  * error is skipped; when none answers the entry fails with EHOSTDOWN.
  */
-static int enter(struct ff_state *s, const struct ff_cred *cred, const char *id,
-		 GPtrArray *locations, double attr_timeout, struct ff_mount *parent,
-		 const char *ns_path, struct fuse_entry_param *e)
+static int enter(struct ff_state *s, const struct ff_cred *cred, GPtrArray *locations,
+		 double attr_timeout, struct ff_mount *parent, const char *ns_path,
+		 struct fuse_entry_param *e)
 {
 	int rc = -EHOSTDOWN;
 
@@ -209,12 +210,11 @@ static int enter(struct ff_state *s, const struct ff_cred *cred, const char *id,
 			rc = -ELOOP;
 			continue;
 		}
-		m = ff_mounts_get(s->mounts, id, loc, attr_timeout, parent);
-		if (!m)
-			return -ENOSPC;
+		m = ff_mounts_get(s->mounts, ns_path, loc, attr_timeout, parent);
 		rc = ff_mount_connect(m);
 		if (rc == 0)
-			rc = enter_mount(s, cred, m, ns_path, e);
+			rc = enter_mount(s, cred, m, ns_path, e); /* its root inode holds m */
+		ff_mount_unref(m);
 		if (rc == 0)
 			return 0;
 		if (!ff_errno_is_connection(rc) && rc != -ENOSYS && rc != -ELOOP)
@@ -289,7 +289,7 @@ static struct ff_jentry *junction_of(struct ff_state *s, struct ff_mount *m, ff_
 	} else {
 		return NULL;
 	}
-	e = ff_jcache_get(s->jcache, m->index, st);
+	e = ff_jcache_get(s->jcache, m->id, st);
 	if (!e) {
 		ff_cred_self(&self);
 		j = read_junction(s, m, node, st, &self.cred, &msg);
@@ -307,7 +307,7 @@ static struct ff_jentry *junction_of(struct ff_state *s, struct ff_mount *m, ff_
 		ff_namespace_unref(ns);
 		if (j && j->ttl > 0 && j->ttl < ttl)
 			ttl = j->ttl;
-		e = ff_jcache_put(s->jcache, m->index, st, j, ttl);
+		e = ff_jcache_put(s->jcache, m->id, st, j, ttl);
 	}
 	if (!e->junction) {
 		ff_jentry_unref(e);
@@ -324,7 +324,8 @@ bool ff_resolve_referral_hidden(struct ff_state *s, const struct ff_referral *re
 		struct ff_mount *m = ff_mounts_get(s->mounts, ref->path, ref->locations->pdata[i],
 						   ref->attr_timeout, NULL);
 
-		if (!m || g_atomic_int_get(&m->state) != FF_MOUNT_DOWN)
+		ff_mount_unref(m); /* a referral's mount: the table keeps it */
+		if (g_atomic_int_get(&m->state) != FF_MOUNT_DOWN)
 			return false;
 	}
 	return true;
@@ -386,8 +387,8 @@ static int lookup_ns(struct ff_state *s, const struct ff_cred *cred, struct ff_t
 	int rc;
 
 	if (node->referral) {
-		rc = enter(s, cred, node->path, node->referral->locations,
-			   node->referral->attr_timeout, NULL, node->path, e);
+		rc = enter(s, cred, node->referral->locations, node->referral->attr_timeout, NULL,
+			   node->path, e);
 		/* Fail open: while no location answers, the referral is not there. */
 		if (rc == -EHOSTDOWN && node->referral->on_unreachable == FF_UNREACHABLE_SKIP)
 			rc = -ENOENT;
@@ -426,8 +427,7 @@ int ff_resolve_found(struct ff_state *s, const struct ff_cred *cred, struct ff_m
 		*junction = je != NULL;
 	if (je) {
 		ff_gw_forget(mnt, bnode);
-		rc = enter(s, cred, je->id, je->junction->locations, mnt->attr_timeout, mnt, NULL,
-			   e);
+		rc = enter(s, cred, je->junction->locations, mnt->attr_timeout, mnt, NULL, e);
 		ff_jentry_unref(je);
 		return rc;
 	}

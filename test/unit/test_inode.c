@@ -33,7 +33,7 @@ static void test_stable_numbers(void)
 	a = ff_itab_intern(itab, NULL, 3, 10, 1234, NODE(1), S_IFREG, &created);
 	g_assert_true(created);
 	g_assert_cmpuint(a->ino, ==, (UINT64_C(3) << 48) | 1234);
-	g_assert_cmpuint(ff_itab_predict(itab, 3, 10, 1234), ==, a->ino);
+	g_assert_cmpuint(ff_itab_predict(itab, NULL, 3, 10, 1234), ==, a->ino);
 	first = a->ino;
 
 	/* The same object again: same inode, one more lookup, the caller keeps its node. */
@@ -69,11 +69,11 @@ static void test_partial_forget(void)
 	ff_itab_forget(itab, a->ino, 2);
 	g_assert_cmpint(r.count, ==, 0);
 	g_assert_true(ff_itab_get(itab, a->ino) == a);
-	g_assert_true(ff_itab_find(itab, 1, 1, 5) == a);
+	g_assert_true(ff_itab_find(itab, NULL, 1, 1, 5) == a);
 	/* More than counted is clamped: gone, released once. */
 	ff_itab_forget(itab, a->ino, 10);
 	g_assert_cmpint(r.count, ==, 1);
-	g_assert_null(ff_itab_find(itab, 1, 1, 5));
+	g_assert_null(ff_itab_find(itab, NULL, 1, 1, 5));
 	/* Unknown numbers are ignored. */
 	ff_itab_forget(itab, 999, 1);
 	g_assert_cmpuint(ff_itab_count(itab), ==, 0);
@@ -119,19 +119,19 @@ static void test_number_reuse(void)
 	g_assert_cmpuint(x->ino, ==, composed);
 	counted = y->ino;
 	g_assert_cmpuint(counted, !=, composed);
-	g_assert_true(ff_itab_find(itab, 2, 1, 77) == x);
-	g_assert_true(ff_itab_find(itab, 2, 2, 77) == y);
-	g_assert_cmpuint(ff_itab_find_number(itab, 2, 2, 77), ==, counted);
-	g_assert_cmpuint(ff_itab_predict(itab, 2, 2, 77), ==, counted);
+	g_assert_true(ff_itab_find(itab, NULL, 2, 1, 77) == x);
+	g_assert_true(ff_itab_find(itab, NULL, 2, 2, 77) == y);
+	g_assert_cmpuint(ff_itab_find_number(itab, NULL, 2, 2, 77), ==, counted);
+	g_assert_cmpuint(ff_itab_predict(itab, NULL, 2, 2, 77), ==, counted);
 
 	/* x goes: y keeps its number and is still found; x's number is free */
 	ff_itab_forget(itab, composed, 1);
-	g_assert_null(ff_itab_find(itab, 2, 1, 77));
-	g_assert_cmpuint(ff_itab_find_number(itab, 2, 1, 77), ==, 0);
-	f = ff_itab_find_ref(itab, 2, 2, 77);
+	g_assert_null(ff_itab_find(itab, NULL, 2, 1, 77));
+	g_assert_cmpuint(ff_itab_find_number(itab, NULL, 2, 1, 77), ==, 0);
+	f = ff_itab_find_ref(itab, NULL, 2, 2, 77);
 	g_assert_true(f == y);
 	g_assert_cmpuint(y->nlookup, ==, 2);
-	g_assert_cmpuint(ff_itab_predict(itab, 2, 1, 77), ==, composed);
+	g_assert_cmpuint(ff_itab_predict(itab, NULL, 2, 1, 77), ==, composed);
 
 	/* y seen again (as it is): the same inode, not a new one at the free composed number */
 	f = ff_itab_intern(itab, NULL, 2, 2, 77, NODE(3), S_IFREG, &created);
@@ -144,9 +144,9 @@ static void test_number_reuse(void)
 
 	/* y goes entirely: found no more, and the number it had is free */
 	ff_itab_forget(itab, counted, 3);
-	g_assert_null(ff_itab_find(itab, 2, 2, 77));
+	g_assert_null(ff_itab_find(itab, NULL, 2, 2, 77));
 	g_assert_null(ff_itab_get(itab, counted));
-	g_assert_true(ff_itab_find(itab, 2, 1, 77) == x);
+	g_assert_true(ff_itab_find(itab, NULL, 2, 1, 77) == x);
 	g_assert_cmpuint(ff_itab_count(itab), ==, 1);
 	ff_itab_free(itab);
 }
@@ -177,15 +177,15 @@ static void test_identity_reused(void)
 	g_assert_cmpuint(file->ino, !=, dir_ino);
 	g_assert_null(file->gone);
 	g_assert_true(ff_itab_get(itab, dir_ino) == dir);
-	g_assert_true(ff_itab_find(itab, 2, 7, 500) == file);
-	g_assert_cmpuint(ff_itab_find_number(itab, 2, 7, 500), ==, file->ino);
-	g_assert_cmpuint(ff_itab_predict(itab, 2, 7, 500), ==, file->ino);
+	g_assert_true(ff_itab_find(itab, NULL, 2, 7, 500) == file);
+	g_assert_cmpuint(ff_itab_find_number(itab, NULL, 2, 7, 500), ==, file->ino);
+	g_assert_cmpuint(ff_itab_predict(itab, NULL, 2, 7, 500), ==, file->ino);
 
 	/* the kernel forgets the old one: the new one stays found */
 	ff_itab_forget(itab, dir_ino, 1);
 	g_assert_cmpint(r.count, ==, 1);
 	g_assert_null(ff_itab_get(itab, dir_ino));
-	g_assert_true(ff_itab_find(itab, 2, 7, 500) == file);
+	g_assert_true(ff_itab_find(itab, NULL, 2, 7, 500) == file);
 
 	/* the same file again: the same record */
 	again = ff_itab_intern(itab, NULL, 2, 7, 500, NODE(3), S_IFREG, &created);
@@ -196,9 +196,9 @@ static void test_identity_reused(void)
 	dir2 = ff_itab_intern(itab, NULL, 2, 7, 500, NODE(4), S_IFDIR, &created);
 	g_assert_true(created);
 	g_assert_true(dir2 != file);
-	g_assert_true(ff_itab_find(itab, 2, 7, 500) == dir2);
+	g_assert_true(ff_itab_find(itab, NULL, 2, 7, 500) == dir2);
 	ff_itab_forget(itab, file->ino, 2);
-	g_assert_true(ff_itab_find(itab, 2, 7, 500) == dir2);
+	g_assert_true(ff_itab_find(itab, NULL, 2, 7, 500) == dir2);
 	g_assert_cmpuint(ff_itab_count(itab), ==, 1);
 	ff_itab_free(itab);
 }
