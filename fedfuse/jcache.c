@@ -13,6 +13,8 @@ struct key {
 
 struct slot {
 	struct key key;
+	GList link;    /* in `order`, oldest first */
+	GQueue *order; /* the cache's */
 	struct timespec ctime;
 	gint64 expires; /* monotonic usec */
 	struct ff_jentry *entry;
@@ -21,6 +23,7 @@ struct slot {
 struct ff_jcache {
 	GMutex lock;
 	GHashTable *slots; /* struct key * (in the slot) -> struct slot * */
+	GQueue order;	   /* of slot.link, oldest first */
 	gint64 hits;
 	gint64 misses;
 	gint64 next_sweep; /* monotonic usec */
@@ -31,6 +34,20 @@ struct ff_jcache {
 static gboolean expired(gpointer key, gpointer value, gpointer now)
 {
 	return ((struct slot *)value)->expires <= *(gint64 *)now;
+}
+
+/* Make room for one more entry: expired ones go (every minute or so), and when the cache is
+ * still full, the oldest eighth. Called with the lock held. */
+static void make_room_locked(struct ff_jcache *c, gint64 now)
+{
+	if (now >= c->next_sweep) {
+		g_hash_table_foreach_remove(c->slots, expired, &now);
+		c->next_sweep = now + SWEEP_INTERVAL;
+	}
+	if (g_hash_table_size(c->slots) < FF_JCACHE_MAX)
+		return;
+	for (guint n = FF_JCACHE_MAX / 8; n > 0 && c->order.head; n--)
+		g_hash_table_remove(c->slots, &((struct slot *)c->order.head->data)->key);
 }
 
 static guint key_hash(gconstpointer p)
@@ -61,6 +78,7 @@ static void slot_free(gpointer p)
 {
 	struct slot *slot = p;
 
+	g_queue_unlink(slot->order, &slot->link);
 	ff_jentry_unref(slot->entry);
 	g_free(slot);
 }
@@ -124,14 +142,14 @@ struct ff_jentry *ff_jcache_put(struct ff_jcache *c, uint64_t mnt, const struct 
 	slot->ctime = st->st_ctim;
 	slot->expires = g_get_monotonic_time() + (gint64)(ttl * G_USEC_PER_SEC);
 	slot->entry = e;
+	slot->link.data = slot;
+	slot->order = &c->order;
 	g_atomic_int_inc(&e->refcount);
 	g_mutex_lock(&c->lock);
-	g_hash_table_replace(c->slots, &slot->key, slot);
 	now = g_get_monotonic_time();
-	if (now >= c->next_sweep) {
-		g_hash_table_foreach_remove(c->slots, expired, &now);
-		c->next_sweep = now + SWEEP_INTERVAL;
-	}
+	make_room_locked(c, now);
+	g_hash_table_replace(c->slots, &slot->key, slot);
+	g_queue_push_tail_link(&c->order, &slot->link);
 	g_mutex_unlock(&c->lock);
 	return e;
 }

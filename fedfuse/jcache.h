@@ -30,8 +30,10 @@ struct ff_jentry *ff_jcache_get(struct ff_jcache *c, uint64_t mnt, const struct 
 
 /* Remember an answer (`junction` NULL: not a junction; the cache takes it) for `ttl` seconds
  * (0: do not cache) and return a reference to it. Expired entries are dropped as they are met,
- * and all of them at once every minute or so, so that the cache holds no more than what was
- * seen within the longest TTL. */
+ * and all of them at once every minute or so; the cache holds at most FF_JCACHE_MAX entries
+ * (the oldest go first), so that a walk through a hundred thousand junctions does not keep
+ * their parsed values once the kernel has forgotten them. */
+#define FF_JCACHE_MAX 2048
 struct ff_jentry *ff_jcache_put(struct ff_jcache *c, uint64_t mnt, const struct stat *st,
 				struct ff_junction *junction, double ttl);
 

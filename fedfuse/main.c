@@ -206,16 +206,11 @@ static void *reload_thread(void *data)
 static int setup_reload(struct ff_state *s, pthread_t *thread)
 {
 	struct sigaction sa = { .sa_handler = hup_handler, .sa_flags = SA_RESTART };
-	sigset_t all, old;
 	int rc;
 
 	if (pipe2(hup_pipe, O_CLOEXEC) < 0)
 		return -errno;
-	/* The thread must not take signals meant for the session loop. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	rc = -pthread_create(thread, NULL, reload_thread, s);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = -pthread_create(thread, NULL, reload_thread, s); /* signals blocked: see main() */
 	if (rc < 0)
 		return rc;
 	sigemptyset(&sa.sa_mask);
@@ -300,8 +295,9 @@ int main(int argc, char *argv[])
 	g_autoptr(GError) err = NULL;
 	struct ff_state s = { 0 };
 	char *mountpoint = NULL;
+	sigset_t all, old_mask;
 	pthread_t reloader;
-	int ret = 1;
+	int ret = 1, rc;
 
 	s.opts.readahead_kib = 1024;
 	if (fuse_opt_parse(&args, &s.opts, option_spec, option_proc) < 0)
@@ -375,14 +371,23 @@ int main(int argc, char *argv[])
 	if (fuse_daemonize(cmd.foreground) != 0)
 		goto out_unmount;
 	ff_log_init(cmd.foreground, cmd.debug);
-	/* Threads are started only now: fuse_daemonize() forks, and threads do not survive it. */
+	/* Threads are started only now: fuse_daemonize() forks, and threads do not survive it.
+	 * None of them (nor the backends' threads they start) may take the signals meant for the
+	 * session loop: libfuse's handler only marks the session as exiting, which the loop
+	 * notices when the signal interrupts it or one of its workers. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old_mask);
 	s.mounts = ff_mounts_new();
-	if (setup_reload(&s, &reloader) < 0) {
+	rc = setup_reload(&s, &reloader);
+	if (rc == 0) {
+		s.locks = ff_locks_new();
+		ff_notify_start(s.se, s.itab);
+	}
+	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+	if (rc < 0) {
 		ff_err("cannot set up SIGHUP handling");
 		goto out_unmount;
 	}
-	s.locks = ff_locks_new();
-	ff_notify_start(s.se, s.itab);
 	ff_info("serving %s on %s", s.opts.namespace_file, cmd.mountpoint);
 	ret = serve(&s, &cmd);
 	ff_locks_stop(s.locks); /* answers the requests still waiting for a lock */

@@ -4,6 +4,7 @@
  * what is done to it.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,6 +19,8 @@
 #define BACKOFF_MAX 60.0
 
 #define CONNECTORS 4
+
+#define TRIM_AFTER 256 /* mounts freed in one pass */
 
 struct ff_mounts {
 	GMutex lock; /* guards the fields up to `connect_queue` and every mount's refs == 0 */
@@ -160,6 +163,7 @@ static void mount_free(struct ff_mount *m)
 static gpointer prober(gpointer data)
 {
 	struct ff_mounts *mounts = data;
+	guint freed = 0; /* mounts freed since the last malloc_trim() */
 
 	g_mutex_lock(&mounts->prober_lock);
 	while (!mounts->stopping) {
@@ -202,6 +206,13 @@ static gpointer prober(gpointer data)
 		g_ptr_array_free(due, TRUE);
 		for (guint i = 0; i < done->len; i++)
 			mount_free(done->pdata[i]);
+		/* After many (the kernel forgot a tree of junctions), or at the end of a burst:
+		 * give the memory back, which malloc would otherwise keep in its arenas. */
+		freed += done->len;
+		if (freed >= TRIM_AFTER || (freed && !done->len)) {
+			malloc_trim(0);
+			freed = 0;
+		}
 		g_ptr_array_free(done, TRUE);
 		g_mutex_lock(&mounts->prober_lock);
 		if (!mounts->stopping)

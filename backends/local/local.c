@@ -19,34 +19,67 @@
 
 #include "backends/backend.h"
 #include "backends/local/local_cred.h"
+#include "backends/local/local_node.h"
 #include "backends/local/local_watch.h"
 
 /* One mounted location. Read-only after mount(), so shared by all threads without a lock. */
 struct local_loc {
 	const struct ff_location_spec *spec;
-	int root_fd;  /* O_PATH|O_DIRECTORY; the admin's path, symlinks in it followed once */
-	bool as_root; /* the daemon runs as root (and acts for callers, see local_cred.h) */
+	ff_node *root; /* the admin's path, symlinks in it followed once */
+	bool as_root;  /* the daemon runs as root (and acts for callers, see local_cred.h) */
 	struct local_watch *watch; /* changes by others are reported, or NULL */
 };
 
-/* A node: the object itself (never a symlink's target), by an O_PATH|O_NOFOLLOW descriptor, and
- * its type (an object's type never changes). Nothing is allocated for it: the node pointer's
- * value holds both, ((fd + 1) << 4) | (type >> 12), which is never NULL.
- * The core dedups nodes by (st_dev, st_ino), so there is no table here; forget() closes the
- * descriptor. */
-static ff_node *node_make(int fd, mode_t type)
+/* Nodes hold their object by a descriptor that is cached, not kept (local_node.h). */
+#define node_type local_node_type
+
+/* Pin `node`, then act for `cred`: reopening a node takes the daemon's own capabilities, so the
+ * order matters. On success *fd is the node's descriptor until local_node_unpin(node). */
+static int pin_as(const struct ff_cred *cred, ff_node *node, int *fd)
 {
-	return (ff_node *)((((uintptr_t)fd + 1) << 4) | ((type & S_IFMT) >> 12));
+	int rc;
+
+	*fd = local_node_pin(node);
+	if (*fd < 0)
+		return *fd;
+	rc = local_become(cred);
+	if (rc)
+		local_node_unpin(node);
+	return rc;
 }
 
-static int node_fd(const ff_node *node)
+/* The same for two nodes (`b` may be `a`). */
+static int pin2_as(const struct ff_cred *cred, ff_node *a, int *afd, ff_node *b, int *bfd)
 {
-	return (int)(((uintptr_t)node >> 4) - 1);
+	int rc;
+
+	*afd = local_node_pin(a);
+	if (*afd < 0)
+		return *afd;
+	*bfd = local_node_pin(b);
+	if (*bfd < 0) {
+		local_node_unpin(a);
+		return *bfd;
+	}
+	rc = local_become(cred);
+	if (rc) {
+		local_node_unpin(b);
+		local_node_unpin(a);
+	}
+	return rc;
 }
 
-static mode_t node_type(const ff_node *node)
+static void unpin2(ff_node *a, ff_node *b)
 {
-	return (mode_t)(((uintptr_t)node & 0xf) << 12);
+	local_node_unpin(b);
+	local_node_unpin(a);
+}
+
+/* A call that made a descriptor failed for want of descriptors: make room, and say whether to
+ * try once more. */
+static bool out_of_fds(void)
+{
+	return (errno == EMFILE || errno == ENFILE) && local_nodes_relieve();
 }
 
 /* An open file. `fd` comes first here and in struct local_dir, so that a handle passed to
@@ -74,14 +107,15 @@ static void proc_fd_path(char *buf, int fd)
 	snprintf(buf, PROC_FD_LEN, "/proc/self/fd/%d", fd);
 }
 
-/* Act for `cred`, and name `node` by its /proc path: for the calls that take no O_PATH
- * descriptor (the *xattr calls; chmod, truncate and the like of a file that is not open). */
-static int become_by_proc(const struct ff_cred *cred, ff_node *node, char proc[PROC_FD_LEN])
+/* Pin `node`, act for `cred`, and name the node by its /proc path: for the calls that take no
+ * O_PATH descriptor (the *xattr calls; chmod, truncate and the like of a file that is not
+ * open). Unpin the node after. */
+static int pin_by_proc(const struct ff_cred *cred, ff_node *node, int *fd, char proc[PROC_FD_LEN])
 {
-	int rc = local_become(cred);
+	int rc = pin_as(cred, node, fd);
 
 	if (rc == 0)
-		proc_fd_path(proc, node_fd(node));
+		proc_fd_path(proc, *fd);
 	return rc;
 }
 
@@ -126,6 +160,8 @@ static int local_mount(const struct ff_location_spec *spec, const struct ff_noti
 		goto out_msg;
 
 	fd = open(spec->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && out_of_fds())
+		fd = open(spec->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
 		/* Not there (yet: a disk not mounted, a directory not made): the location is
@@ -151,10 +187,10 @@ static int local_mount(const struct ff_location_spec *spec, const struct ff_noti
 		goto out_close;
 	}
 	close(probe);
+	local_nodes_init(fd);
 
 	l = g_new0(struct local_loc, 1);
 	l->spec = spec;
-	l->root_fd = fd;
 	l->as_root = geteuid() == 0;
 	if (notify) {
 		const char *why = NULL;
@@ -163,6 +199,7 @@ static int local_mount(const struct ff_location_spec *spec, const struct ff_noti
 		if (!l->watch)
 			g_message("%s: changes by others are not watched: %s", spec->uri, why);
 	}
+	l->root = local_node_new(fd, S_IFDIR);
 	*loc = l;
 	return 0;
 
@@ -180,7 +217,7 @@ static void local_unmount(void *loc)
 	struct local_loc *l = loc;
 
 	local_watch_stop(l->watch);
-	close(l->root_fd);
+	local_node_free(l->root);
 	g_free(l);
 }
 
@@ -201,7 +238,7 @@ static int node_from_fd(int fd, ff_node **node, struct stat *st)
 		close(fd);
 		return rc;
 	}
-	*node = node_make(fd, st->st_mode);
+	*node = local_node_new(fd, st->st_mode);
 	return 0;
 }
 
@@ -210,6 +247,8 @@ static int node_at(int dirfd, const char *name, ff_node **node, struct stat *st)
 {
 	int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 
+	if (fd < 0 && out_of_fds())
+		fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	return node_from_fd(fd, node, st);
@@ -218,12 +257,15 @@ static int node_at(int dirfd, const char *name, ff_node **node, struct stat *st)
 static int local_root(void *loc, const struct ff_cred *cred, ff_node **node, struct stat *st)
 {
 	struct local_loc *l = loc;
-	int fd, rc;
+	int root, fd, rc;
 
-	rc = local_become(cred);
+	rc = pin_as(cred, l->root, &root);
 	if (rc)
 		return rc;
-	fd = fcntl(l->root_fd, F_DUPFD_CLOEXEC, 0);
+	fd = fcntl(root, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0 && out_of_fds())
+		fd = fcntl(root, F_DUPFD_CLOEXEC, 0);
+	local_node_unpin(l->root);
 	if (fd < 0)
 		return -errno;
 	return node_from_fd(fd, node, st);
@@ -237,36 +279,43 @@ static bool is_dot_or_dotdot(const char *name)
 static int local_lookup(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
 			ff_node **node, struct stat *st)
 {
-	int rc;
+	int fd, rc;
 
 	/* The core never passes these, but the kernel does send ".." for an exported mount, and
 	 * ".." of the root is the one name that would leave the location: refuse, cheaply. */
 	if (is_dot_or_dotdot(name) || strchr(name, '/'))
 		return -EINVAL;
-	rc = local_become(cred);
+	rc = pin_as(cred, parent, &fd);
 	if (rc)
 		return rc;
 	/* A parent that is not a directory (a symlink node included) fails with ENOTDIR. */
-	return node_at(node_fd(parent), name, node, st);
+	rc = node_at(fd, name, node, st);
+	local_node_unpin(parent);
+	return rc;
 }
 
 static void local_forget(void *loc, ff_node *node)
 {
-	close(node_fd(node));
+	local_node_free(node);
 }
 
 static int local_getattr(void *loc, const struct ff_cred *cred, ff_node *node, ff_fh *fh,
 			 struct stat *st)
 {
-	int rc = local_become(cred);
+	int fd, rc;
 
+	if (fh) {
+		rc = local_become(cred);
+		if (rc)
+			return rc;
+		return fstat(fh_fd(fh), st) < 0 ? -errno : 0;
+	}
+	rc = pin_as(cred, node, &fd);
 	if (rc)
 		return rc;
-	if (fh)
-		rc = fstat(fh_fd(fh), st);
-	else
-		rc = fstatat(node_fd(node), "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
-	return rc < 0 ? -errno : 0;
+	rc = fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+	local_node_unpin(node);
+	return rc;
 }
 
 /* Times in setattr: the NOW bits win; an unset time is left alone. */
@@ -280,16 +329,12 @@ static struct timespec set_time(unsigned int to_set, unsigned int bit, unsigned 
 	return (struct timespec){ .tv_nsec = UTIME_OMIT };
 }
 
-static int local_setattr(void *loc, const struct ff_cred *cred, ff_node *node, ff_fh *fh,
-			 const struct stat *attr, unsigned int to_set, struct stat *st)
+/* setattr with the node pinned: `nfd` its descriptor, `proc` its /proc path. */
+static int setattr_pinned(ff_node *node, int nfd, const char *proc, ff_fh *fh,
+			  const struct stat *attr, unsigned int to_set)
 {
-	char proc[PROC_FD_LEN];
 	int fd = fh ? fh_fd(fh) : -1;
 	int rc;
-
-	rc = become_by_proc(cred, node, proc);
-	if (rc)
-		return rc;
 
 	/* In the order chmod, chown, truncate, utimes: the last one sets what the others bump. */
 	if (to_set & FF_SET_MODE) {
@@ -312,8 +357,7 @@ static int local_setattr(void *loc, const struct ff_cred *cred, ff_node *node, f
 		if (fd >= 0)
 			rc = fchown(fd, uid, gid);
 		else
-			rc = fchownat(node_fd(node), "", uid, gid,
-				      AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+			rc = fchownat(nfd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
 		if (rc < 0)
 			return -errno;
 	}
@@ -338,7 +382,7 @@ static int local_setattr(void *loc, const struct ff_cred *cred, ff_node *node, f
 		} else {
 			/* utimensat() takes AT_EMPTY_PATH since Linux 5.8, symlinks included;
 			 * before that only the /proc path works, and not for symlinks. */
-			rc = utimensat(node_fd(node), "", ts, AT_EMPTY_PATH);
+			rc = utimensat(nfd, "", ts, AT_EMPTY_PATH);
 			if (rc < 0 && errno == EINVAL && node_type(node) != S_IFLNK)
 				rc = utimensat(AT_FDCWD, proc, ts, 0);
 		}
@@ -347,8 +391,20 @@ static int local_setattr(void *loc, const struct ff_cred *cred, ff_node *node, f
 	}
 
 	/* FF_SET_CTIME: the kernel sets ctime itself with each change above. */
+	return 0;
+}
 
-	return local_getattr(loc, cred, node, fh, st);
+static int local_setattr(void *loc, const struct ff_cred *cred, ff_node *node, ff_fh *fh,
+			 const struct stat *attr, unsigned int to_set, struct stat *st)
+{
+	char proc[PROC_FD_LEN];
+	int fd, rc = pin_by_proc(cred, node, &fd, proc);
+
+	if (rc)
+		return rc;
+	rc = setattr_pinned(node, fd, proc, fh, attr, to_set);
+	local_node_unpin(node);
+	return rc ? rc : local_getattr(loc, cred, node, fh, st);
 }
 
 static ssize_t local_readlink(void *loc, const struct ff_cred *cred, ff_node *node, char *buf,
@@ -356,69 +412,69 @@ static ssize_t local_readlink(void *loc, const struct ff_cred *cred, ff_node *no
 {
 	ssize_t len;
 	char *big;
-	int rc;
+	int fd, rc;
 
 	if (node_type(node) != S_IFLNK)
 		return -EINVAL; /* readlinkat(fd, "") would say ENOENT */
-	rc = local_become(cred);
+	rc = pin_as(cred, node, &fd);
 	if (rc)
 		return rc;
-	len = readlinkat(node_fd(node), "", buf, size);
-	if (len < 0)
-		return -errno;
-	if ((size_t)len < size)
-		return len;
-
-	/* The target filled buf: it fits exactly or was cut. Ask again with room to tell. */
-	big = g_malloc(size + 1);
-	len = readlinkat(node_fd(node), "", big, size + 1);
-	if (len < 0)
+	len = readlinkat(fd, "", buf, size);
+	if (len < 0) {
 		len = -errno;
-	else if ((size_t)len > size)
-		len = -ENAMETOOLONG;
-	else
-		memcpy(buf, big, len);
-	g_free(big);
+	} else if ((size_t)len == size) {
+		/* The target filled buf: it fits exactly or was cut. Ask again with room. */
+		big = g_malloc(size + 1);
+		len = readlinkat(fd, "", big, size + 1);
+		if (len < 0)
+			len = -errno;
+		else if ((size_t)len > size)
+			len = -ENAMETOOLONG;
+		else
+			memcpy(buf, big, len);
+		g_free(big);
+	}
+	local_node_unpin(node);
 	return len;
 }
 
 static int local_mknod(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
 		       mode_t mode, dev_t rdev, ff_node **node, struct stat *st)
 {
-	int rc = local_become(cred);
+	int fd, rc = pin_as(cred, parent, &fd);
 
 	if (rc)
 		return rc;
 	mode = local_create_mode(mode, cred->umask);
 	/* Regular files, fifos and sockets; devices when the caller has CAP_MKNOD (root). */
-	if (mknodat(node_fd(parent), name, mode, rdev) < 0)
-		return -errno;
-	return node_at(node_fd(parent), name, node, st);
+	rc = mknodat(fd, name, mode, rdev) < 0 ? -errno : node_at(fd, name, node, st);
+	local_node_unpin(parent);
+	return rc;
 }
 
 static int local_mkdir(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
 		       mode_t mode, ff_node **node, struct stat *st)
 {
-	int rc = local_become(cred);
+	int fd, rc = pin_as(cred, parent, &fd);
 
 	if (rc)
 		return rc;
 	mode = local_create_mode(mode, cred->umask);
-	if (mkdirat(node_fd(parent), name, mode & 07777) < 0)
-		return -errno;
-	return node_at(node_fd(parent), name, node, st);
+	rc = mkdirat(fd, name, mode & 07777) < 0 ? -errno : node_at(fd, name, node, st);
+	local_node_unpin(parent);
+	return rc;
 }
 
 static int local_symlink(void *loc, const struct ff_cred *cred, const char *target, ff_node *parent,
 			 const char *name, ff_node **node, struct stat *st)
 {
-	int rc = local_become(cred);
+	int fd, rc = pin_as(cred, parent, &fd);
 
 	if (rc)
 		return rc;
-	if (symlinkat(target, node_fd(parent), name) < 0)
-		return -errno;
-	return node_at(node_fd(parent), name, node, st);
+	rc = symlinkat(target, fd, name) < 0 ? -errno : node_at(fd, name, node, st);
+	local_node_unpin(parent);
+	return rc;
 }
 
 static int local_link(void *loc, const struct ff_cred *cred, ff_node *node, ff_node *newparent,
@@ -426,9 +482,9 @@ static int local_link(void *loc, const struct ff_cred *cred, ff_node *node, ff_n
 {
 	struct local_loc *l = loc;
 	char proc[PROC_FD_LEN];
-	int rc;
+	int fd, dirfd, rc;
 
-	rc = local_become(cred);
+	rc = pin2_as(cred, node, &fd, newparent, &dirfd);
 	if (rc)
 		return rc;
 
@@ -437,52 +493,57 @@ static int local_link(void *loc, const struct ff_cred *cred, ff_node *node, ff_n
 	 * follows /proc/self/fd/N to the node itself, a symlink node included. */
 	rc = -ENOENT;
 	if (l->as_root && (!cred || cred->uid == 0)) {
-		rc = linkat(node_fd(node), "", node_fd(newparent), newname, AT_EMPTY_PATH);
+		rc = linkat(fd, "", dirfd, newname, AT_EMPTY_PATH);
 		if (rc < 0)
 			rc = -errno;
 	}
 	if (rc == -ENOENT) {
-		proc_fd_path(proc, node_fd(node));
-		rc = linkat(AT_FDCWD, proc, node_fd(newparent), newname, AT_SYMLINK_FOLLOW);
+		proc_fd_path(proc, fd);
+		rc = linkat(AT_FDCWD, proc, dirfd, newname, AT_SYMLINK_FOLLOW);
 		if (rc < 0)
 			rc = -errno;
 	}
-	if (rc)
-		return rc;
-
-	return fstatat(node_fd(node), "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+	if (rc == 0 && fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		rc = -errno;
+	unpin2(node, newparent);
+	return rc;
 }
 
 static int local_unlink(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name)
 {
-	int rc = local_become(cred);
+	int fd, rc = pin_as(cred, parent, &fd);
 
 	if (rc)
 		return rc;
-	return unlinkat(node_fd(parent), name, 0) < 0 ? -errno : 0;
+	rc = unlinkat(fd, name, 0) < 0 ? -errno : 0;
+	local_node_unpin(parent);
+	return rc;
 }
 
 static int local_rmdir(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name)
 {
-	int rc = local_become(cred);
+	int fd, rc = pin_as(cred, parent, &fd);
 
 	if (rc)
 		return rc;
-	return unlinkat(node_fd(parent), name, AT_REMOVEDIR) < 0 ? -errno : 0;
+	rc = unlinkat(fd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+	local_node_unpin(parent);
+	return rc;
 }
 
 static int local_rename(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
 			ff_node *newparent, const char *newname, unsigned int flags)
 {
-	int rc;
+	int fd, newfd, rc;
 
 	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
 		return -EINVAL;
-	rc = local_become(cred);
+	rc = pin2_as(cred, parent, &fd, newparent, &newfd);
 	if (rc)
 		return rc;
-	return renameat2(node_fd(parent), name, node_fd(newparent), newname, flags) < 0 ? -errno
-											: 0;
+	rc = renameat2(fd, name, newfd, newname, flags) < 0 ? -errno : 0;
+	unpin2(parent, newparent);
+	return rc;
 }
 
 /* ---- files ------------------------------------------------------------------------------ */
@@ -502,16 +563,20 @@ static int local_open(void *loc, const struct ff_cred *cred, ff_node *node, int 
 	if (node_type(node) != S_IFREG)
 		return -ENXIO;
 
-	rc = local_become(cred);
+	rc = pin_by_proc(cred, node, &fd, proc);
 	if (rc)
 		return rc;
 	/* Reopen the node itself; the kernel checks the access mode as the caller. O_NOFOLLOW
 	 * would refuse the magic link; the node is no symlink anyway. Not O_DIRECT: the data
 	 * comes in FUSE's buffers, which direct I/O would refuse as unaligned (backend.h). */
-	proc_fd_path(proc, node_fd(node));
-	fd = open(proc, (flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL | O_DIRECT)) | O_CLOEXEC);
+	flags = (flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL | O_DIRECT)) | O_CLOEXEC;
+	fd = open(proc, flags);
+	if (fd < 0 && out_of_fds())
+		fd = open(proc, flags);
+	rc = -errno;
+	local_node_unpin(node);
 	if (fd < 0)
-		return -errno;
+		return rc;
 
 	f = g_new(struct local_file, 1);
 	f->fd = fd;
@@ -525,20 +590,24 @@ static int local_lock_fd(void *loc, ff_node *node)
 {
 	static const int modes[] = { O_RDWR, O_RDONLY, O_WRONLY };
 	char proc[PROC_FD_LEN];
-	int rc = local_become(NULL);
+	int fd, rc;
 
-	if (rc)
-		return rc;
 	if (node_type(node) != S_IFREG)
 		return -EINVAL;
-	proc_fd_path(proc, node_fd(node));
+	rc = pin_by_proc(NULL, node, &fd, proc);
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < G_N_ELEMENTS(modes); i++) {
-		int fd = open(proc, modes[i] | O_CLOEXEC | O_NOCTTY);
-
-		if (fd >= 0)
-			return fd;
+		fd = open(proc, modes[i] | O_CLOEXEC | O_NOCTTY);
+		if (fd < 0 && out_of_fds())
+			fd = open(proc, modes[i] | O_CLOEXEC | O_NOCTTY);
+		if (fd >= 0) {
+			rc = fd;
+			break;
+		}
 		rc = -errno;
 	}
+	local_node_unpin(node);
 	return rc;
 }
 
@@ -547,17 +616,20 @@ static int local_create(void *loc, const struct ff_cred *cred, ff_node *parent, 
 {
 	char proc[PROC_FD_LEN];
 	struct local_file *f;
-	int fd, pathfd, rc;
+	int dirfd, fd, pathfd, rc;
 
-	rc = local_become(cred);
+	rc = pin_as(cred, parent, &dirfd);
 	if (rc)
 		return rc;
 	mode = local_create_mode(mode, cred->umask);
-
-	fd = openat(node_fd(parent), name, (flags & ~O_DIRECT) | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-		    mode & 07777);
+	flags = (flags & ~O_DIRECT) | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
+	fd = openat(dirfd, name, flags, mode & 07777);
+	if (fd < 0 && out_of_fds())
+		fd = openat(dirfd, name, flags, mode & 07777);
+	rc = -errno;
+	local_node_unpin(parent);
 	if (fd < 0)
-		return -errno;
+		return rc;
 
 	/* The node's O_PATH descriptor, from the open file rather than the name, which another
 	 * process could already have replaced. */
@@ -704,16 +776,19 @@ static int local_opendir(void *loc, const struct ff_cred *cred, ff_node *node, f
 	DIR *dp;
 	int fd, rc;
 
-	rc = local_become(cred);
+	rc = pin_by_proc(cred, node, &fd, proc);
 	if (rc)
 		return rc;
 	/* A readable descriptor of the node itself, read permission checked as the caller;
 	 * ENOTDIR for anything but a directory. Not openat(fd, "."), which also wants search
 	 * permission on the directory: `ls` of an r-- directory works natively. */
-	proc_fd_path(proc, node_fd(node));
 	fd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && out_of_fds())
+		fd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	rc = -errno;
+	local_node_unpin(node);
 	if (fd < 0)
-		return -errno;
+		return rc;
 	dp = fdopendir(fd);
 	if (!dp) {
 		rc = -errno;
@@ -832,11 +907,13 @@ static int local_fsyncdir(void *loc, ff_dh *dh, int datasync)
 
 static int local_statfs(void *loc, const struct ff_cred *cred, ff_node *node, struct statvfs *st)
 {
-	int rc = local_become(cred);
+	int fd, rc = pin_as(cred, node, &fd);
 
 	if (rc)
 		return rc;
-	return fstatvfs(node_fd(node), st) < 0 ? -errno : 0;
+	rc = fstatvfs(fd, st) < 0 ? -errno : 0;
+	local_node_unpin(node);
+	return rc;
 }
 
 /* ---- extended attributes ---------------------------------------------------------------- */
@@ -853,14 +930,16 @@ static int local_setxattr(void *loc, const struct ff_cred *cred, ff_node *node, 
 			  const void *value, size_t size, int flags)
 {
 	char proc[PROC_FD_LEN];
-	int rc;
+	int fd, rc;
 
 	if (node_type(node) == S_IFLNK)
 		return is_user_xattr(name) ? -EPERM : -EOPNOTSUPP;
-	rc = become_by_proc(cred, node, proc);
+	rc = pin_by_proc(cred, node, &fd, proc);
 	if (rc)
 		return rc;
-	return setxattr(proc, name, value, size, flags) < 0 ? -errno : 0;
+	rc = setxattr(proc, name, value, size, flags) < 0 ? -errno : 0;
+	local_node_unpin(node);
+	return rc;
 }
 
 static ssize_t local_getxattr(void *loc, const struct ff_cred *cred, ff_node *node,
@@ -868,15 +947,18 @@ static ssize_t local_getxattr(void *loc, const struct ff_cred *cred, ff_node *no
 {
 	char proc[PROC_FD_LEN];
 	ssize_t len;
-	int rc;
+	int fd, rc;
 
 	if (node_type(node) == S_IFLNK)
 		return -ENODATA;
-	rc = become_by_proc(cred, node, proc);
+	rc = pin_by_proc(cred, node, &fd, proc);
 	if (rc)
 		return rc;
 	len = getxattr(proc, name, buf, size);
-	return len < 0 ? -errno : len;
+	if (len < 0)
+		len = -errno;
+	local_node_unpin(node);
+	return len;
 }
 
 static ssize_t local_listxattr(void *loc, const struct ff_cred *cred, ff_node *node, char *buf,
@@ -884,28 +966,33 @@ static ssize_t local_listxattr(void *loc, const struct ff_cred *cred, ff_node *n
 {
 	char proc[PROC_FD_LEN];
 	ssize_t len;
-	int rc;
+	int fd, rc;
 
 	if (node_type(node) == S_IFLNK)
 		return 0;
-	rc = become_by_proc(cred, node, proc);
+	rc = pin_by_proc(cred, node, &fd, proc);
 	if (rc)
 		return rc;
 	len = listxattr(proc, buf, size);
-	return len < 0 ? -errno : len;
+	if (len < 0)
+		len = -errno;
+	local_node_unpin(node);
+	return len;
 }
 
 static int local_removexattr(void *loc, const struct ff_cred *cred, ff_node *node, const char *name)
 {
 	char proc[PROC_FD_LEN];
-	int rc;
+	int fd, rc;
 
 	if (node_type(node) == S_IFLNK)
 		return is_user_xattr(name) ? -EPERM : -EOPNOTSUPP;
-	rc = become_by_proc(cred, node, proc);
+	rc = pin_by_proc(cred, node, &fd, proc);
 	if (rc)
 		return rc;
-	return removexattr(proc, name) < 0 ? -errno : 0;
+	rc = removexattr(proc, name) < 0 ? -errno : 0;
+	local_node_unpin(node);
+	return rc;
 }
 
 /* ---- the module's one symbol ------------------------------------------------------------ */

@@ -215,8 +215,9 @@ def is_mounted(path):
 class Mount:
     """One running daemon. start() mounts, stop() unmounts and checks the exit and the log."""
 
-    def __init__(self, mnt, namespace, log, extra_args=()):
+    def __init__(self, mnt, namespace, log, extra_args=(), wrapper=()):
         self.mnt = mnt
+        self.wrapper = list(wrapper)  # a command the daemon runs under (prlimit, setpriv...)
         self.namespace = namespace
         self.log = log
         self.extra_args = list(extra_args)
@@ -236,7 +237,7 @@ class Mount:
 
     def start(self):
         check_daemon_built()
-        args = ([DAEMON, "-f", "-o", "allow_other,default_permissions"] + self.ns_args
+        args = (self.wrapper + [DAEMON, "-f", "-o", "allow_other,default_permissions"] + self.ns_args
                 + self.extra_args + [self.mnt])
         with open(self.log, "ab") as logf:
             logf.write(("# " + " ".join(args) + "\n").encode())
@@ -429,7 +430,7 @@ def mount_factory(tmp_path):
     """For tests that need their own namespace or want to stop the daemon themselves."""
     mounts = []
 
-    def make(ns_text=None, referrals=None, extra_args=(), name="m"):
+    def make(ns_text=None, referrals=None, extra_args=(), name="m", wrapper=()):
         base = os.path.join(str(tmp_path), name)
         os.mkdir(base)
         mnt = os.path.join(base, "mnt")
@@ -440,7 +441,7 @@ def mount_factory(tmp_path):
                 f.write(ns_text)
         else:
             write_namespace(ns, referrals)
-        m = Mount(mnt, ns, os.path.join(base, "fedfuse.log"), extra_args)
+        m = Mount(mnt, ns, os.path.join(base, "fedfuse.log"), extra_args, wrapper)
         mounts.append(m)
         return m
 

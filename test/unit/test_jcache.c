@@ -2,8 +2,9 @@
 /*
  * test_jcache.c - unit tests of the junction cache: hits and misses counted, answers kept for
  * their time to live only, an object whose ctime changed read again, negative answers cached,
- * a reload forgetting everything, references outliving the cache.
+ * a reload forgetting everything, references outliving the cache, a bounded size.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include <glib.h>
@@ -115,6 +116,32 @@ static void test_clear_keeps_references(void)
 	ff_jcache_free(c);
 }
 
+/* The cache holds at most FF_JCACHE_MAX entries: past that the oldest go, the newest stay. */
+static void test_bounded(void)
+{
+	struct ff_jcache *c = ff_jcache_new();
+	guint n = FF_JCACHE_MAX + 100;
+	struct stat first = object(1, 1, 1000), last = object(1, n, 1000);
+	g_autofree char *text = NULL;
+	struct ff_jentry *e;
+	guint entries;
+
+	for (guint i = 1; i <= n; i++) {
+		struct stat st = object(1, i, 1000);
+
+		ff_jentry_unref(ff_jcache_put(c, 1, &st, NULL, 60));
+	}
+	text = describe(c);
+	g_assert_true(sscanf(text, "junction-cache hits=0 misses=0 entries=%u", &entries) == 1);
+	g_assert_cmpuint(entries, <=, FF_JCACHE_MAX);
+	g_assert_cmpuint(entries, >=, FF_JCACHE_MAX - FF_JCACHE_MAX / 8);
+	g_assert_null(ff_jcache_get(c, 1, &first));
+	e = ff_jcache_get(c, 1, &last);
+	g_assert_nonnull(e);
+	ff_jentry_unref(e);
+	ff_jcache_free(c);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -122,5 +149,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/jcache/changed-object-read-again", test_changed_object_read_again);
 	g_test_add_func("/jcache/ttl", test_ttl);
 	g_test_add_func("/jcache/clear-keeps-references", test_clear_keeps_references);
+	g_test_add_func("/jcache/bounded", test_bounded);
 	return g_test_run();
 }
