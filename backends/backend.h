@@ -32,6 +32,7 @@
 #ifndef FEDFUSE_BACKEND_H
 #define FEDFUSE_BACKEND_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -174,8 +175,10 @@ struct ff_backend_ops {
 
 	/* The location's root directory: a new node reference and its attributes. */
 	int (*root)(void *loc, const struct ff_cred *cred, ff_node **node, struct stat *st);
-	/* Look up `name` in directory `parent`, without following a symlink named `name`. On
-	 * success returns a new node reference and full attributes; st_dev/st_ino identify the
+	/* Look up `name` in the directory `parent` (the kernel walks through directories only:
+	 * what a lookup in anything else answers is the backend's), without following a symlink
+	 * named `name`. On success returns a new node reference and full attributes; st_dev/st_ino
+	 * identify the
 	 * object within the location (the core keys its inode table on them). */
 	int (*lookup)(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
 		      ff_node **node, struct stat *st);
@@ -219,7 +222,8 @@ struct ff_backend_ops {
 
 	/* ---- files -------------------------------------------------------------------------- */
 
-	/* Open `node` with open(2) flags (O_CREAT/O_EXCL/O_NOCTTY already removed; O_TRUNC,
+	/* Open the regular file `node` (the kernel opens directories with opendir() and special
+	 * files itself) with open(2) flags (O_CREAT/O_EXCL/O_NOCTTY already removed; O_TRUNC,
 	 * O_APPEND, O_SYNC, O_DIRECT kept). *fh is the backend's handle. O_DIRECT is the core's
 	 * to serve (the mount keeps no page cache for the file): a backend need not pass it on,
 	 * and one that reads and writes the core's buffers directly must not, since they are not
@@ -265,6 +269,7 @@ struct ff_backend_ops {
 
 	/* ---- directories -------------------------------------------------------------------- */
 
+	/* Open the directory `node` for listing. */
 	int (*opendir)(void *loc, const struct ff_cred *cred, ff_node *node, ff_dh **dh);
 	/* List entries from offset `off` (0 = start; otherwise a `next` given to fill earlier),
 	 * calling fill() for each, "." and ".." excluded, until it returns 1 or the end. In plus
@@ -298,6 +303,27 @@ struct ff_backend_ops {
 	 * for long. */
 	bool (*watched)(void *loc);
 };
+
+/* Errors that mean "the location cannot be reached", not "this request failed": the core marks
+ * a location down on them (and fails over to a replica), and a backend drops the connection
+ * that gave one. One list, for both. */
+static inline bool ff_errno_is_connection(int err)
+{
+	switch (err < 0 ? -err : err) {
+	case ETIMEDOUT:
+	case ECONNREFUSED:
+	case ECONNRESET:
+	case ECONNABORTED:
+	case EHOSTUNREACH:
+	case ENETUNREACH:
+	case EHOSTDOWN:
+	case ENOTCONN:
+	case EPIPE:
+		return true;
+	default:
+		return false;
+	}
+}
 
 /* The one symbol a backend module exports. */
 struct ff_backend {

@@ -217,6 +217,8 @@ bool ff_location_parse(const char *uri, struct ff_location *loc, char **msg)
 		canon = "nfs";
 	} else if (g_ascii_strcasecmp(scheme, "smb") == 0) {
 		canon = "smb";
+	} else if (g_ascii_strcasecmp(scheme, "mem") == 0) {
+		canon = "mem"; /* the in-memory reference backend of the tests (not installed) */
 	} else {
 		err = g_strdup_printf("unknown scheme '%s' in '%s'", scheme, show);
 		goto out_fail;

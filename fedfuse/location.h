@@ -24,9 +24,9 @@ struct ff_location {
 };
 
 /* Parse one location URI strictly into `loc`. Returns false with *msg set on error. Shared with
- * the junction parsers, which read the same URI lists. */
-/* Added: `loc` is overwritten (on failure it is left cleared). Only file, nfs and smb are
- * accepted; URIs longer than FF_LOCATION_URI_MAX bytes, with a user name or password, a fragment,
+ * the junction parsers, which read the same URI lists. `loc` is overwritten (on failure it is
+ * left cleared). Only file, nfs, smb and mem (the tests' in-memory reference backend, which is
+ * not installed: elsewhere its backend is "not available") are accepted; URIs longer than FF_LOCATION_URI_MAX bytes, with a user name or password, a fragment,
  * characters RFC 3986 does not allow, or a path (after %-decoding) that holds NUL or control
  * characters or is not absolute and normalised are refused. On success the spec's options hold
  * defaults (timeout 15 s, read-write, no credentials, uid/gid unset, modes 0644/0755) for the

@@ -411,24 +411,6 @@ double ff_mount_cache_timeout(const struct ff_mount *m)
 	return m->watched ? FF_WATCHED_TIMEOUT : m->attr_timeout;
 }
 
-bool ff_errno_is_connection(int err)
-{
-	switch (err < 0 ? -err : err) {
-	case ETIMEDOUT:
-	case ECONNREFUSED:
-	case ECONNRESET:
-	case ECONNABORTED:
-	case EHOSTUNREACH:
-	case ENETUNREACH:
-	case EHOSTDOWN:
-	case ENOTCONN:
-	case EPIPE:
-		return true;
-	default:
-		return false;
-	}
-}
-
 /* Called with m->lock held. */
 static void set_down(struct ff_mount *m, int err, const char *msg)
 {

@@ -143,9 +143,6 @@ int ff_mount_root_node(struct ff_mount *m, const struct ff_cred *cred, ff_node *
 #define FF_WATCHED_TIMEOUT 3600.0
 double ff_mount_cache_timeout(const struct ff_mount *m);
 
-/* True for errors that mean "this location is unreachable", not "this request failed". */
-bool ff_errno_is_connection(int err);
-
 /* Text for /.fedfuse/locations and /.fedfuse/stats. */
 /* Every location of the namespace, in order, with its state ("idle": not used yet). */
 void ff_mounts_describe_locations(struct ff_mounts *mounts, const struct ff_namespace *ns,

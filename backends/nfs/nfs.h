@@ -222,8 +222,6 @@ int nfs_map_error(struct nfs_context *nfs, int rc);
 /* -errno for an NFSv3 or NFSv4 status number. */
 int nfs3_status_errno(int status);
 int nfs4_status_errno(int status);
-/* Does this error mean the context's connection or NFSv4 state is gone? */
-bool nfs_error_breaks_conn(int err);
 /* Does this NFSv4 error mean an open stateid is no longer good (reopen and retry)? */
 bool nfs_error_lost_state(struct nfs_context *nfs);
 

@@ -228,23 +228,6 @@ static int map_error(struct nfs_context *nfs, int rc)
 	}
 }
 
-bool nfs_error_breaks_conn(int err)
-{
-	switch (err) {
-	case -ETIMEDOUT:
-	case -ECONNRESET:
-	case -ECONNREFUSED:
-	case -ECONNABORTED:
-	case -ENOTCONN:
-	case -EPIPE:
-	case -EHOSTUNREACH:
-	case -ENETUNREACH:
-		return true;
-	default:
-		return false;
-	}
-}
-
 bool nfs_error_lost_state(struct nfs_context *nfs)
 {
 	const struct nfs_status *st;

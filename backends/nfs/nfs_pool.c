@@ -413,7 +413,7 @@ void nfs_conn_put(struct nfs_conn *conn, int err)
 	bool broken, free_it = false;
 
 	broken = nfs_get_fd(conn->nfs) < 0 ||
-		 (err < 0 && (nfs_error_breaks_conn(err) || nfs_error_lost_state(conn->nfs)));
+		 (err < 0 && (ff_errno_is_connection(err) || nfs_error_lost_state(conn->nfs)));
 	if (err < 0 && nfs_get_error(conn->nfs) &&
 	    strstr(nfs_get_error(conn->nfs), "nfs_service failed"))
 		conn->suspect = true;

@@ -215,8 +215,9 @@ def is_mounted(path):
 class Mount:
     """One running daemon. start() mounts, stop() unmounts and checks the exit and the log."""
 
-    def __init__(self, mnt, namespace, log, extra_args=(), wrapper=()):
+    def __init__(self, mnt, namespace, log, extra_args=(), wrapper=(), hang_timeout=None):
         self.mnt = mnt
+        self.hang_timeout = hang_timeout or TEST_TIMEOUT  # then the daemon is killed
         self.wrapper = list(wrapper)  # a command the daemon runs under (prlimit, setpriv...)
         self.namespace = namespace
         self.log = log
@@ -255,7 +256,7 @@ class Mount:
                 pytest.fail(f"not mounted after {MOUNT_TIMEOUT} s:\n" + self.log_text(),
                             pytrace=False)
             time.sleep(0.02)
-        self._watchdog = threading.Timer(TEST_TIMEOUT, self._hung)
+        self._watchdog = threading.Timer(self.hang_timeout, self._hung)
         self._watchdog.daemon = True
         self._watchdog.start()
         return self
@@ -296,7 +297,7 @@ class Mount:
         if self.proc is None:
             return problems
         if self.timed_out:
-            problems.append(f"test hung for {TEST_TIMEOUT} s: daemon killed")
+            problems.append(f"test hung for {self.hang_timeout} s: daemon killed")
         if self.proc.poll() is None or self.mounted():
             if not self.unmount():
                 problems.append("fusermount3 -u kept failing (busy?); unmounted lazily")
@@ -430,7 +431,8 @@ def mount_factory(tmp_path):
     """For tests that need their own namespace or want to stop the daemon themselves."""
     mounts = []
 
-    def make(ns_text=None, referrals=None, extra_args=(), name="m", wrapper=()):
+    def make(ns_text=None, referrals=None, extra_args=(), name="m", wrapper=(),
+             hang_timeout=None):
         base = os.path.join(str(tmp_path), name)
         os.mkdir(base)
         mnt = os.path.join(base, "mnt")
@@ -441,7 +443,7 @@ def mount_factory(tmp_path):
                 f.write(ns_text)
         else:
             write_namespace(ns, referrals)
-        m = Mount(mnt, ns, os.path.join(base, "fedfuse.log"), extra_args, wrapper)
+        m = Mount(mnt, ns, os.path.join(base, "fedfuse.log"), extra_args, wrapper, hang_timeout)
         mounts.append(m)
         return m
 

@@ -16,6 +16,8 @@ from servers_util import drop_caches, read_stats
 from util import wait_until
 
 FD_LIMIT = 4096
+# A walk through 100,000 junctions takes minutes under AddressSanitizer, not a hang.
+HANG_TIMEOUT = 900
 WRAPPER = ["prlimit", f"--nofile={FD_LIMIT}:{FD_LIMIT}", "setpriv",
            "--bounding-set=-sys_resource", "--inh-caps=-sys_resource"]
 
@@ -78,7 +80,8 @@ def test_find_100k_files_under_fd_limit(mount_factory, tmp_path):
         sub.mkdir(parents=True)
         for f in range(1000):
             os.close(os.open(sub / f"f{f}", os.O_CREAT | os.O_WRONLY, 0o644))
-    m = mount_factory(referrals=[("/big", [f"file://{data}"])], wrapper=WRAPPER).start()
+    m = mount_factory(referrals=[("/big", [f"file://{data}"])], wrapper=WRAPPER,
+                      hang_timeout=HANG_TIMEOUT).start()
     assert daemon_limit(m) == FD_LIMIT  # it could not raise its limit
     base_rss = daemon_rss_kib(m)
     top = os.path.join(m.mnt, "big")
@@ -116,7 +119,8 @@ def test_100k_junctions_under_fd_limit(mount_factory, tmp_path):
         j = holder / f"j{i}"
         j.mkdir()
         os.setxattr(j, "user.fedfuse.locations", f"file://{t}".encode())
-    m = mount_factory(referrals=[("/j", [f"file://{holder}"])], wrapper=WRAPPER).start()
+    m = mount_factory(referrals=[("/j", [f"file://{holder}"])], wrapper=WRAPPER,
+                      hang_timeout=HANG_TIMEOUT).start()
     assert daemon_limit(m) == FD_LIMIT
     base_rss = daemon_rss_kib(m)
     top = os.path.join(m.mnt, "j")
