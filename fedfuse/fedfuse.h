@@ -65,6 +65,12 @@ struct ff_state {
 };
 
 /* A reference to the namespace in force; ff_namespace_unref() it. */
+/* Make the parts of `s` that need no thread (inode table with its root, junction cache, handle
+ * table), with s->ns set; the mounts (which start threads) and the locks are the caller's. */
+void ff_state_init(struct ff_state *s);
+/* Free everything of `s` but its options and session, after ff_release_all(). */
+void ff_state_clear(struct ff_state *s);
+
 struct ff_namespace *ff_state_ns(struct ff_state *s);
 
 /* Re-read the namespace file; on error keep the old namespace and return false. */
