@@ -86,11 +86,10 @@ static int fill(void *buf, const char *name, const struct stat *st, off_t next, 
 	return FF_FILL_TAKEN;
 }
 
-static int load(struct ff_state *s, const struct ff_cred *cred, struct ff_dir *dir, bool plus)
+static int load(const struct ff_ctx *c, struct ff_dir *dir, bool plus)
 {
 	struct stat st = { 0 };
 	g_autofree char *ns_path = ff_inode_ns_path(dir->inode);
-	struct ff_namespace *ns = NULL;
 	const struct ff_ns_node *node = NULL;
 	bool removed;
 	int rc = 0;
@@ -108,66 +107,61 @@ static int load(struct ff_state *s, const struct ff_cred *cred, struct ff_dir *d
 			    NULL, true);
 		goto out;
 	}
-	if (ns_path) {
-		ns = ff_state_ns(s);
-		node = ff_namespace_find(ns, ns_path);
-	}
+	if (ns_path)
+		node = ff_namespace_find(c->ns, ns_path);
 	if (node && node->child_list->len) {
 		dir->hidden = dir->hidden ? dir->hidden : g_hash_table_new(g_str_hash, g_str_equal);
 		g_hash_table_remove_all(dir->hidden);
 		for (guint i = 0; i < node->child_list->len; i++) {
-			const struct ff_ns_node *c = node->child_list->pdata[i];
+			const struct ff_ns_node *child = node->child_list->pdata[i];
 
-			g_hash_table_add(dir->hidden, c->name);
+			g_hash_table_add(dir->hidden, child->name);
 		}
 	}
 	g_mutex_lock(&dir->inode->lock);
 	removed = dir->inode->gone && dir->inode->gone->removed;
 	g_mutex_unlock(&dir->inode->lock);
 	if (dir->t.mnt && !removed)
-		rc = ff_gw_readdir(dir->t.mnt, cred, dir->t.bnode, dir->dh, 0, plus, fill, dir);
+		rc = ff_gw_readdir(dir->t.mnt, c->cred, dir->t.bnode, dir->dh, 0, plus, fill, dir);
 	if (dir->hidden)
 		g_hash_table_remove_all(dir->hidden); /* its keys belong to the namespace */
 	for (guint i = 0; node && i < node->child_list->len; i++) {
-		const struct ff_ns_node *c = node->child_list->pdata[i];
+		const struct ff_ns_node *child = node->child_list->pdata[i];
 
-		if (c->referral && ff_resolve_referral_hidden(s, c->referral))
+		if (child->referral && ff_resolve_referral_hidden(c->s, child->referral))
 			continue;
-		add(dir, c->name, &(struct stat){ .st_mode = S_IFDIR, .st_ino = FF_INO_ROOT }, NULL,
-		    true);
+		add(dir, child->name, &(struct stat){ .st_mode = S_IFDIR, .st_ino = FF_INO_ROOT },
+		    NULL, true);
 	}
-	if (ns)
-		ff_namespace_unref(ns);
 out:
 	dir->loaded = rc == 0;
 	dir->plus_loaded = plus;
 	return rc;
 }
 
-int ff_dir_open(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *inode,
-		struct ff_dir **dirp)
+int ff_dir_open(const struct ff_ctx *c, struct ff_inode *inode, struct ff_dir **dirp)
 {
 	struct ff_dir *dir = g_new0(struct ff_dir, 1);
 	int rc;
 
-	dir->s = s;
+	dir->s = c->s;
 	dir->inode = inode;
 	dir->entries = g_array_new(FALSE, FALSE, sizeof(struct ff_dirent));
 	g_mutex_init(&dir->lock);
 	if (!ff_control_is_control(inode->ino)) {
-		rc = ff_target_get(s, cred, inode, &dir->t);
+		rc = ff_target_get(c, inode, &dir->t);
 		if (rc < 0)
 			goto out_free;
 	}
 	if (dir->t.mnt) {
-		rc = ff_gw_opendir(dir->t.mnt, cred, dir->t.bnode, &dir->dh);
+		rc = ff_gw_opendir(dir->t.mnt, c->cred, dir->t.bnode, &dir->dh);
 		if (rc < 0)
 			goto out_put;
 	}
 	*dirp = dir;
 	return 0;
 out_put:
-	ff_target_put(s, &dir->t);
+	ff_target_put(c->s, &dir->t);
 out_free:
 	g_array_free(dir->entries, TRUE);
 	g_mutex_clear(&dir->lock);
@@ -181,8 +175,8 @@ bool ff_dir_cacheable(const struct ff_dir *dir)
 }
 
 /* One readdirplus entry; returns the bytes used, 0 when it did not fit (nothing counted). */
-static size_t add_plus(struct ff_state *s, fuse_req_t req, const struct ff_cred *cred,
-		       struct ff_dir *dir, struct ff_dirent *d, char *buf, size_t rem, off_t next)
+static size_t add_plus(const struct ff_ctx *c, fuse_req_t req, struct ff_dir *dir,
+		       struct ff_dirent *d, char *buf, size_t rem, off_t next)
 {
 	struct fuse_entry_param e = { 0 };
 	size_t n;
@@ -191,8 +185,7 @@ static size_t add_plus(struct ff_state *s, fuse_req_t req, const struct ff_cred 
 		return 0;
 	if (d->node) { /* the object, or the root of the location it is a junction to */
 		bool junction = false;
-		int rc = ff_resolve_found(s, cred, dir->t.mnt, d->node, &d->st, false, &e,
-					  &junction);
+		int rc = ff_resolve_found(c, dir->t.mnt, d->node, &d->st, false, &e, &junction);
 
 		d->node = NULL;
 		if (rc == 0)
@@ -209,7 +202,7 @@ static size_t add_plus(struct ff_state *s, fuse_req_t req, const struct ff_cred 
 	} else if (d->inode) {	/* an inode the table has: no lookup */
 		ff_resolve_entry_held(dir->t.mnt, d->inode, &d->st, &e);
 		d->inode = NULL; /* its lookup is the kernel's now */
-	} else if (ff_resolve_lookup(s, cred, dir->inode, d->name, &e) < 0) {
+	} else if (ff_resolve_lookup(c, dir->inode, d->name, &e) < 0) {
 		/* Vanished or unreachable: list the name; a later lookup reports why. */
 		memset(&e, 0, sizeof(e));
 		e.attr = d->st;
@@ -218,14 +211,14 @@ out_add:
 	n = fuse_add_direntry_plus(req, buf, rem, d->name, &e, next);
 	if (n > rem) { /* cannot happen: the size depends on the name only */
 		if (e.ino)
-			ff_itab_forget(s->itab, e.ino, 1);
+			ff_itab_forget(c->s->itab, e.ino, 1);
 		return 0;
 	}
 	return n;
 }
 
-void ff_dir_read(struct ff_state *s, fuse_req_t req, const struct ff_cred *cred, struct ff_dir *dir,
-		 size_t size, off_t off, bool plus)
+void ff_dir_read(const struct ff_ctx *c, fuse_req_t req, struct ff_dir *dir, size_t size, off_t off,
+		 bool plus)
 {
 	g_autofree char *buf = g_malloc(size);
 	size_t used = 0;
@@ -233,7 +226,7 @@ void ff_dir_read(struct ff_state *s, fuse_req_t req, const struct ff_cred *cred,
 
 	g_mutex_lock(&dir->lock);
 	if (off == 0 || !dir->loaded)
-		rc = load(s, cred, dir, plus);
+		rc = load(c, dir, plus);
 	if (rc < 0) {
 		g_mutex_unlock(&dir->lock);
 		fuse_reply_err(req, -rc);
@@ -244,7 +237,7 @@ void ff_dir_read(struct ff_state *s, fuse_req_t req, const struct ff_cred *cred,
 		size_t n;
 
 		if (plus) {
-			n = add_plus(s, req, cred, dir, d, buf + used, size - used, i + 1);
+			n = add_plus(c, req, dir, d, buf + used, size - used, i + 1);
 			if (n == 0)
 				break;
 		} else {

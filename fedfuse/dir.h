@@ -12,11 +12,10 @@
 
 struct ff_dir;
 
-int ff_dir_open(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *inode,
-		struct ff_dir **dirp);
+int ff_dir_open(const struct ff_ctx *c, struct ff_inode *inode, struct ff_dir **dirp);
 /* Reply to a readdir or readdirplus request. */
-void ff_dir_read(struct ff_state *s, fuse_req_t req, const struct ff_cred *cred, struct ff_dir *dir,
-		 size_t size, off_t off, bool plus);
+void ff_dir_read(const struct ff_ctx *c, fuse_req_t req, struct ff_dir *dir, size_t size, off_t off,
+		 bool plus);
 /* The kernel may keep the listing across opens: every change to the directory invalidates it
  * (a watched location's). */
 bool ff_dir_cacheable(const struct ff_dir *dir);

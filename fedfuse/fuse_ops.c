@@ -62,6 +62,7 @@ static void ff_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct ff_inode *inode = ff_itab_get(s->itab, parent);
 	struct fuse_entry_param e;
 	struct ff_cred_hold h;
+	struct ff_ctx c;
 	int rc;
 
 	if (!inode) {
@@ -69,7 +70,9 @@ static void ff_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		return;
 	}
 	ff_cred_get(req, &h);
-	rc = ff_resolve_lookup(s, &h.cred, inode, name, &e);
+	ff_ctx_begin(&c, s, &h.cred);
+	rc = ff_resolve_lookup(&c, inode, name, &e);
+	ff_ctx_end(&c);
 	ff_cred_put(&h);
 	if (rc == -ENOENT) { /* negative entries are not cached: others may create it */
 		memset(&e, 0, sizeof(e));
@@ -102,6 +105,7 @@ static void ff_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct ff_inode *inode = ff_itab_get(s->itab, ino);
 	struct ff_file *f = fi ? ff_file_of(fi) : NULL;
 	struct ff_cred_hold h;
+	struct ff_ctx c;
 	struct stat st;
 	double timeout;
 	int rc;
@@ -115,7 +119,9 @@ static void ff_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	ff_cred_get(req, &h);
-	rc = ff_resolve_getattr(s, &h.cred, inode, f && f->mnt ? f->fh : NULL, &st, &timeout);
+	ff_ctx_begin(&c, s, &h.cred);
+	rc = ff_resolve_getattr(&c, inode, f && f->mnt ? f->fh : NULL, &st, &timeout);
+	ff_ctx_end(&c);
 	ff_cred_put(&h);
 	if (rc < 0)
 		ff_reply_err(req, rc);
@@ -235,7 +241,7 @@ static void ff_readlink(fuse_req_t req, fuse_ino_t ino)
 /* A name a nested referral or virtual directory stands on cannot be removed or replaced. */
 static int check_ns_name(struct ff_request *op, struct ff_inode *dir, const char *name)
 {
-	return ff_resolve_is_ns_child(op->s, dir, name) ? -EBUSY : 0;
+	return ff_resolve_is_ns_child(&op->c, dir, name) ? -EBUSY : 0;
 }
 
 static void reply_new_entry(fuse_req_t req, struct ff_request *op, int rc, ff_node *node,
@@ -429,6 +435,7 @@ static void ff_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct ff_inode *inode = ff_itab_get(s->itab, ino);
 	struct ff_cred_hold h;
 	struct ff_dir *dir;
+	struct ff_ctx c;
 	int rc;
 
 	if (!inode) {
@@ -436,7 +443,9 @@ static void ff_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	ff_cred_get(req, &h);
-	rc = ff_dir_open(s, &h.cred, inode, &dir);
+	ff_ctx_begin(&c, s, &h.cred);
+	rc = ff_dir_open(&c, inode, &dir);
+	ff_ctx_end(&c);
 	ff_cred_put(&h);
 	if (rc < 0) {
 		ff_reply_err(req, rc);
@@ -455,10 +464,12 @@ static void ff_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi, bool plus)
 {
 	struct ff_cred_hold h;
+	struct ff_ctx c;
 
 	ff_cred_get(req, &h);
-	ff_dir_read(ff_req_state(req), req, &h.cred, (struct ff_dir *)(uintptr_t)fi->fh, size, off,
-		    plus);
+	ff_ctx_begin(&c, ff_req_state(req), &h.cred);
+	ff_dir_read(&c, req, (struct ff_dir *)(uintptr_t)fi->fh, size, off, plus);
+	ff_ctx_end(&c);
 	ff_cred_put(&h);
 }
 

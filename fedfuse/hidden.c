@@ -94,6 +94,7 @@ void ff_remove_hidden(struct ff_state *s, struct ff_inode *inode)
 	struct ff_inode *dir;
 	struct ff_cred_hold h;
 	struct ff_target t;
+	struct ff_ctx c;
 	char *name;
 	int rc;
 
@@ -106,7 +107,9 @@ void ff_remove_hidden(struct ff_state *s, struct ff_inode *inode)
 	if (!dir)
 		return;
 	ff_cred_self(&h);
-	rc = ff_target_get(s, &h.cred, dir, &t);
+	ff_ctx_begin(&c, s, &h.cred);
+	rc = ff_target_get(&c, dir, &t);
+	ff_ctx_end(&c);
 	if (rc == 0) {
 		rc = ff_gw_unlink(t.mnt, &h.cred, t.bnode, name);
 		ff_target_put(s, &t);

@@ -18,12 +18,13 @@ int ff_req_begin(fuse_req_t req, fuse_ino_t ino, bool write, struct ff_request *
 	op->s = ff_req_state(req);
 	op->t = (struct ff_target){ 0 };
 	ff_cred_get(req, &op->h);
+	ff_ctx_begin(&op->c, op->s, &op->h.cred);
 	op->inode = ff_itab_get(op->s->itab, ino);
 	if (!op->inode)
 		return -ESTALE;
 	if (ff_control_is_control(ino))
 		return write ? -EROFS : 0;
-	rc = ff_target_get(op->s, &op->h.cred, op->inode, &op->t);
+	rc = ff_target_get(&op->c, op->inode, &op->t);
 	if (rc < 0)
 		return rc;
 	if (write && (!op->t.mnt || op->t.mnt->loc.spec.read_only))
@@ -34,6 +35,7 @@ int ff_req_begin(fuse_req_t req, fuse_ino_t ino, bool write, struct ff_request *
 void ff_req_end(struct ff_request *op)
 {
 	ff_target_put(op->s, &op->t);
+	ff_ctx_end(&op->c);
 	ff_cred_put(&op->h);
 }
 

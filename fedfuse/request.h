@@ -17,6 +17,7 @@ struct ff_request {
 	struct ff_inode *inode;
 	struct ff_target t;
 	struct ff_cred_hold h;
+	struct ff_ctx c; /* s, the namespace in force and h.cred, for resolve.c */
 };
 
 static inline struct ff_state *ff_req_state(fuse_req_t req)

@@ -15,14 +15,18 @@
 
 #define JUNCTION_DEPTH_MAX 16
 
-double ff_attr_timeout(struct ff_state *s)
+void ff_ctx_begin(struct ff_ctx *c, struct ff_state *s, const struct ff_cred *cred)
 {
-	double t;
+	c->s = s;
+	c->ns = ff_state_ns(s);
+	c->cred = cred;
+	c->start = g_get_monotonic_time();
+}
 
-	g_mutex_lock(&s->ns_lock);
-	t = s->ns->attr_timeout;
-	g_mutex_unlock(&s->ns_lock);
-	return t;
+void ff_ctx_end(struct ff_ctx *c)
+{
+	ff_namespace_unref(c->ns);
+	c->ns = NULL;
 }
 
 char *ff_inode_ns_path(struct ff_inode *inode)
@@ -98,11 +102,11 @@ void ff_resolve_entry_held(struct ff_mount *mnt, struct ff_inode *inode, const s
 	fill_entry(inode, st, ff_mount_cache_timeout(mnt), e);
 }
 
-void ff_virtual_stat(struct ff_state *s, struct ff_inode *inode, struct stat *st)
+void ff_virtual_stat(const struct ff_ctx *c, struct ff_inode *inode, struct stat *st)
 {
-	struct ff_namespace *ns = ff_state_ns(s);
+	struct ff_state *s = c->s;
 	g_autofree char *path = ff_inode_ns_path(inode);
-	const struct ff_ns_node *node = path ? ff_namespace_find(ns, path) : NULL;
+	const struct ff_ns_node *node = path ? ff_namespace_find(c->ns, path) : NULL;
 
 	memset(st, 0, sizeof(*st));
 	st->st_ino = inode->ino;
@@ -115,7 +119,6 @@ void ff_virtual_stat(struct ff_state *s, struct ff_inode *inode, struct stat *st
 	g_mutex_lock(&s->ns_lock);
 	st->st_atim = st->st_mtim = st->st_ctim = s->ns_time;
 	g_mutex_unlock(&s->ns_lock);
-	ff_namespace_unref(ns);
 }
 
 /*
@@ -124,20 +127,20 @@ void ff_virtual_stat(struct ff_state *s, struct ff_inode *inode, struct stat *st
  * call each). A location that fails with a connection-level error is skipped (and marked
  * down); any other error is the answer.
  */
-static int referral_root(struct ff_state *s, const struct ff_cred *cred,
-			 const struct ff_referral *ref, struct ff_mount **mntp, ff_node **bnode)
+static int referral_root(const struct ff_ctx *c, const struct ff_referral *ref,
+			 struct ff_mount **mntp, ff_node **bnode)
 {
 	int rc = -EHOSTDOWN;
 
 	for (guint i = 0; i < ref->locations->len; i++) {
 		struct ff_location *loc = ref->locations->pdata[i];
 		struct ff_mount *m =
-			ff_mounts_get(s->mounts, ref->path, loc, ref->attr_timeout, NULL);
+			ff_mounts_get(c->s->mounts, ref->path, loc, ref->attr_timeout, NULL);
 
 		ff_mount_unref(m); /* a referral's mount: the table keeps it */
 		rc = ff_mount_connect(m);
 		if (rc == 0)
-			rc = ff_mount_root_node(m, cred, bnode);
+			rc = ff_mount_root_node(m, c->cred, bnode);
 		if (rc == 0) {
 			*mntp = m;
 			return 0;
@@ -150,8 +153,8 @@ static int referral_root(struct ff_state *s, const struct ff_cred *cred,
 
 /* The root of location `m` as an entry, counting a kernel lookup. When the kernel still holds
  * the root's inode and its attributes are fresh, no backend call is made. */
-static int enter_mount(struct ff_state *s, const struct ff_cred *cred, struct ff_mount *m,
-		       const char *ns_path, struct fuse_entry_param *e)
+static int enter_mount(const struct ff_ctx *c, struct ff_mount *m, const char *ns_path,
+		       struct fuse_entry_param *e)
 {
 	gint64 start = g_get_monotonic_time();
 	struct ff_inode *inode = NULL;
@@ -163,14 +166,14 @@ static int enter_mount(struct ff_state *s, const struct ff_cred *cred, struct ff
 	if (m->root_known &&
 	    start - m->root_time < (gint64)(ff_mount_cache_timeout(m) * G_USEC_PER_SEC)) {
 		st = m->root_st;
-		inode = ff_itab_find_ref(s->itab, m, m->index, st.st_dev, st.st_ino);
+		inode = ff_itab_find_ref(c->s->itab, m, m->index, st.st_dev, st.st_ino);
 	}
 	g_mutex_unlock(&m->lock);
 	if (!inode) {
-		rc = ff_gw_root(m, cred, &bnode, &st);
+		rc = ff_gw_root(m, c->cred, &bnode, &st);
 		if (rc < 0)
 			return rc;
-		inode = intern(s, m, bnode, &st);
+		inode = intern(c->s, m, bnode, &st);
 		g_mutex_lock(&m->lock);
 		m->root_known = true;
 		m->root_st = st;
@@ -196,9 +199,8 @@ static bool loops(struct ff_mount *from, const struct ff_location *loc)
  * of a junction found inside mount `parent`. A location that fails with a connection-level
  * error is skipped; when none answers the entry fails with EHOSTDOWN.
  */
-static int enter(struct ff_state *s, const struct ff_cred *cred, GPtrArray *locations,
-		 double attr_timeout, struct ff_mount *parent, const char *ns_path,
-		 struct fuse_entry_param *e)
+static int enter(const struct ff_ctx *c, GPtrArray *locations, double attr_timeout,
+		 struct ff_mount *parent, const char *ns_path, struct fuse_entry_param *e)
 {
 	int rc = -EHOSTDOWN;
 
@@ -210,10 +212,10 @@ static int enter(struct ff_state *s, const struct ff_cred *cred, GPtrArray *loca
 			rc = -ELOOP;
 			continue;
 		}
-		m = ff_mounts_get(s->mounts, ns_path, loc, attr_timeout, parent);
+		m = ff_mounts_get(c->s->mounts, ns_path, loc, attr_timeout, parent);
 		rc = ff_mount_connect(m);
 		if (rc == 0)
-			rc = enter_mount(s, cred, m, ns_path, e); /* its root inode holds m */
+			rc = enter_mount(c, m, ns_path, e); /* its root inode holds m */
 		ff_mount_unref(m);
 		if (rc == 0)
 			return 0;
@@ -270,13 +272,13 @@ out_free:
 }
 
 /* What the object `node` found in `m` is as a junction (a reference), or NULL. */
-static struct ff_jentry *junction_of(struct ff_state *s, struct ff_mount *m, ff_node *node,
+static struct ff_jentry *junction_of(const struct ff_ctx *c, struct ff_mount *m, ff_node *node,
 				     const struct stat *st)
 {
+	struct ff_state *s = c->s;
 	g_autofree char *msg = NULL;
 	struct ff_cred_hold self;
 	struct ff_junction *j;
-	struct ff_namespace *ns;
 	struct ff_jentry *e;
 	double ttl;
 
@@ -302,9 +304,7 @@ static struct ff_jentry *junction_of(struct ff_state *s, struct ff_mount *m, ff_
 				    "%s: malformed junction (inode %ju), shown as it is: %s",
 				    m->loc.spec.uri, (uintmax_t)st->st_ino, msg);
 		}
-		ns = ff_state_ns(s);
-		ttl = ns->junction_cache_ttl;
-		ff_namespace_unref(ns);
+		ttl = c->ns->junction_cache_ttl;
 		if (j && j->ttl > 0 && j->ttl < ttl)
 			ttl = j->ttl;
 		e = ff_jcache_put(s->jcache, m->id, st, j, ttl);
@@ -331,21 +331,17 @@ bool ff_resolve_referral_hidden(struct ff_state *s, const struct ff_referral *re
 	return true;
 }
 
-int ff_target_get(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *inode,
-		  struct ff_target *t)
+int ff_target_get(const struct ff_ctx *c, struct ff_inode *inode, struct ff_target *t)
 {
-	struct ff_namespace *ns;
 	const struct ff_ns_node *root;
 	int rc = 0;
 
 	*t = (struct ff_target){ inode->mnt, inode->bnode };
 	if (inode->ino != FF_INO_ROOT)
 		return inode->mnt ? ff_mount_usable(inode->mnt) : 0;
-	ns = ff_state_ns(s);
-	root = ff_namespace_find(ns, "/");
+	root = ff_namespace_find(c->ns, "/");
 	if (root && root->referral)
-		rc = referral_root(s, cred, root->referral, &t->mnt, &t->bnode);
-	ff_namespace_unref(ns);
+		rc = referral_root(c, root->referral, &t->mnt, &t->bnode);
 	return rc;
 }
 
@@ -355,30 +351,25 @@ void ff_target_put(struct ff_state *s, struct ff_target *t)
 	t->bnode = NULL;
 }
 
-bool ff_resolve_is_ns_child(struct ff_state *s, struct ff_inode *parent, const char *name)
+bool ff_resolve_is_ns_child(const struct ff_ctx *c, struct ff_inode *parent, const char *name)
 {
 	g_autofree char *dir = ff_inode_ns_path(parent);
 	g_autofree char *path = NULL;
-	struct ff_namespace *ns;
-	bool found;
 
 	if (!dir)
 		return false;
 	path = child_path(dir, name);
-	ns = ff_state_ns(s);
-	found = ff_namespace_find(ns, path) != NULL;
-	ff_namespace_unref(ns);
-	return found;
+	return ff_namespace_find(c->ns, path) != NULL;
 }
 
-static int lookup_backend(struct ff_state *s, const struct ff_cred *cred, struct ff_target *t,
-			  const char *name, ff_node **bnode, struct stat *st)
+static int lookup_backend(const struct ff_ctx *c, struct ff_target *t, const char *name,
+			  ff_node **bnode, struct stat *st)
 {
-	return ff_gw_lookup(t->mnt, cred, t->bnode, name, bnode, st);
+	return ff_gw_lookup(t->mnt, c->cred, t->bnode, name, bnode, st);
 }
 
 /* `path` names a namespace node: a referral, or a directory on the way to one. */
-static int lookup_ns(struct ff_state *s, const struct ff_cred *cred, struct ff_target *parent,
+static int lookup_ns(const struct ff_ctx *c, struct ff_target *parent,
 		     const struct ff_ns_node *node, const char *name, struct fuse_entry_param *e)
 {
 	struct ff_inode *inode;
@@ -387,7 +378,7 @@ static int lookup_ns(struct ff_state *s, const struct ff_cred *cred, struct ff_t
 	int rc;
 
 	if (node->referral) {
-		rc = enter(s, cred, node->referral->locations, node->referral->attr_timeout, NULL,
+		rc = enter(c, node->referral->locations, node->referral->attr_timeout, NULL,
 			   node->path, e);
 		/* Fail open: while no location answers, the referral is not there. */
 		if (rc == -EHOSTDOWN && node->referral->on_unreachable == FF_UNREACHABLE_SKIP)
@@ -397,9 +388,9 @@ static int lookup_ns(struct ff_state *s, const struct ff_cred *cred, struct ff_t
 	/* A directory that leads to nested referrals: the location's own directory when it has
 	 * one, else a virtual directory. */
 	if (parent->mnt) {
-		rc = lookup_backend(s, cred, parent, name, &bnode, &st);
+		rc = lookup_backend(c, parent, name, &bnode, &st);
 		if (rc == 0 && S_ISDIR(st.st_mode)) {
-			inode = intern(s, parent->mnt, bnode, &st);
+			inode = intern(c->s, parent->mnt, bnode, &st);
 			set_ns_path(inode, node->path);
 			fill_entry(inode, &st, ff_mount_cache_timeout(parent->mnt), e);
 			return 0;
@@ -409,17 +400,17 @@ static int lookup_ns(struct ff_state *s, const struct ff_cred *cred, struct ff_t
 		else if (rc != -ENOENT)
 			return rc;
 	}
-	inode = ff_itab_intern_virtual(s->itab, 0, node->path);
-	ff_virtual_stat(s, inode, &st);
-	fill_entry(inode, &st, ff_attr_timeout(s), e);
+	inode = ff_itab_intern_virtual(c->s->itab, 0, node->path);
+	ff_virtual_stat(c, inode, &st);
+	fill_entry(inode, &st, c->ns->attr_timeout, e);
 	return 0;
 }
 
-int ff_resolve_found(struct ff_state *s, const struct ff_cred *cred, struct ff_mount *mnt,
-		     ff_node *bnode, const struct stat *st, bool off_tree,
-		     struct fuse_entry_param *e, bool *junction)
+int ff_resolve_found(const struct ff_ctx *c, struct ff_mount *mnt, ff_node *bnode,
+		     const struct stat *st, bool off_tree, struct fuse_entry_param *e,
+		     bool *junction)
 {
-	struct ff_jentry *je = junction_of(s, mnt, bnode, st);
+	struct ff_jentry *je = junction_of(c, mnt, bnode, st);
 	struct ff_inode *inode;
 	int rc;
 
@@ -427,19 +418,19 @@ int ff_resolve_found(struct ff_state *s, const struct ff_cred *cred, struct ff_m
 		*junction = je != NULL;
 	if (je) {
 		ff_gw_forget(mnt, bnode);
-		rc = enter(s, cred, je->junction->locations, mnt->attr_timeout, mnt, NULL, e);
+		rc = enter(c, je->junction->locations, mnt->attr_timeout, mnt, NULL, e);
 		ff_jentry_unref(je);
 		return rc;
 	}
-	inode = intern(s, mnt, bnode, st);
+	inode = intern(c->s, mnt, bnode, st);
 	if (off_tree) /* no longer (or never) part of the namespace tree */
 		set_ns_path(inode, NULL);
 	fill_entry(inode, st, ff_mount_cache_timeout(mnt), e);
 	return 0;
 }
 
-int ff_resolve_lookup(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *parent,
-		      const char *name, struct fuse_entry_param *e)
+int ff_resolve_lookup(const struct ff_ctx *c, struct ff_inode *parent, const char *name,
+		      struct fuse_entry_param *e)
 {
 	g_autofree char *dir = NULL;
 	struct ff_target t;
@@ -449,33 +440,30 @@ int ff_resolve_lookup(struct ff_state *s, const struct ff_cred *cred, struct ff_
 
 	if (ff_control_is_control(parent->ino) ||
 	    (parent->ino == FF_INO_ROOT && strcmp(name, FF_CONTROL_NAME) == 0))
-		return ff_control_lookup(s, parent->ino, name, e);
+		return ff_control_lookup(c->s, parent->ino, name, e);
 
-	rc = ff_target_get(s, cred, parent, &t);
+	rc = ff_target_get(c, parent, &t);
 	if (rc < 0)
 		return rc;
 	dir = ff_inode_ns_path(parent);
 	if (dir) {
 		g_autofree char *path = child_path(dir, name);
-		struct ff_namespace *ns = ff_state_ns(s);
-		const struct ff_ns_node *node = ff_namespace_find(ns, path);
+		const struct ff_ns_node *node = ff_namespace_find(c->ns, path);
 
 		if (node) {
-			rc = lookup_ns(s, cred, &t, node, name, e);
-			ff_namespace_unref(ns);
+			rc = lookup_ns(c, &t, node, name, e);
 			goto out_put;
 		}
-		ff_namespace_unref(ns);
 	}
 	if (!t.mnt) {
 		rc = -ENOENT;
 		goto out_put;
 	}
-	rc = lookup_backend(s, cred, &t, name, &bnode, &st);
+	rc = lookup_backend(c, &t, name, &bnode, &st);
 	if (rc == 0)
-		rc = ff_resolve_found(s, cred, t.mnt, bnode, &st, dir != NULL, e, NULL);
+		rc = ff_resolve_found(c, t.mnt, bnode, &st, dir != NULL, e, NULL);
 out_put:
-	ff_target_put(s, &t);
+	ff_target_put(c->s, &t);
 	return rc;
 }
 
@@ -488,15 +476,15 @@ void ff_resolve_fix_attr(struct ff_inode *inode, struct stat *st)
 	g_mutex_unlock(&inode->lock);
 }
 
-int ff_resolve_getattr(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *inode,
-		       ff_fh *fh, struct stat *st, double *timeout)
+int ff_resolve_getattr(const struct ff_ctx *c, struct ff_inode *inode, ff_fh *fh, struct stat *st,
+		       double *timeout)
 {
 	struct ff_target t;
 	bool removed;
 	int rc;
 
 	if (ff_control_is_control(inode->ino))
-		return ff_control_getattr(s, inode->ino, st, timeout);
+		return ff_control_getattr(c->s, inode->ino, st, timeout);
 	g_mutex_lock(&inode->lock);
 	removed = inode->gone && inode->gone->removed;
 	if (removed) {
@@ -506,18 +494,18 @@ int ff_resolve_getattr(struct ff_state *s, const struct ff_cred *cred, struct ff
 	g_mutex_unlock(&inode->lock);
 	if (removed)
 		return 0;
-	rc = ff_target_get(s, cred, inode, &t);
+	rc = ff_target_get(c, inode, &t);
 	if (rc < 0)
 		return rc;
 	if (!t.mnt) {
-		ff_virtual_stat(s, inode, st);
-		*timeout = ff_attr_timeout(s);
+		ff_virtual_stat(c, inode, st);
+		*timeout = c->ns->attr_timeout;
 		return 0;
 	}
-	rc = ff_gw_getattr(t.mnt, cred, t.bnode, fh, st);
+	rc = ff_gw_getattr(t.mnt, c->cred, t.bnode, fh, st);
 	st->st_ino = inode->ino;
 	ff_resolve_fix_attr(inode, st);
 	*timeout = ff_mount_cache_timeout(t.mnt);
-	ff_target_put(s, &t);
+	ff_target_put(c->s, &t);
 	return rc;
 }

@@ -11,19 +11,32 @@
 /* The backend side of an inode, for one operation. For most inodes it is the inode's own mount
  * and node; for the root when "/" is a referral it is the root node of that referral's current
  * location, which its mount keeps. `mnt` is NULL for namespace-only inodes. ff_target_put()
- * ends the use: nothing to release while mounts live as long as the daemon. */
+ * ends the use, which holds nothing of its own: the inode the request names holds its mount
+ * (a referral's mount is the table's until the daemon stops). */
 struct ff_target {
 	struct ff_mount *mnt;
 	ff_node *bnode;
 };
 
-int ff_target_get(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *inode,
-		  struct ff_target *t);
+/* What a request carries through resolution: the state, the caller, and the namespace in force
+ * when it began, taken once (referenced), so that one request sees one namespace whatever a
+ * reload does meanwhile. */
+struct ff_ctx {
+	struct ff_state *s;
+	struct ff_namespace *ns;
+	const struct ff_cred *cred;
+	gint64 start; /* monotonic usec */
+};
+
+void ff_ctx_begin(struct ff_ctx *c, struct ff_state *s, const struct ff_cred *cred);
+void ff_ctx_end(struct ff_ctx *c);
+
+int ff_target_get(const struct ff_ctx *c, struct ff_inode *inode, struct ff_target *t);
 void ff_target_put(struct ff_state *s, struct ff_target *t);
 
 /* Look up `name` in `parent`; on success fills `e` (and counts one kernel lookup). */
-int ff_resolve_lookup(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *parent,
-		      const char *name, struct fuse_entry_param *e);
+int ff_resolve_lookup(const struct ff_ctx *c, struct ff_inode *parent, const char *name,
+		      struct fuse_entry_param *e);
 
 /* Turn a new backend node (from a create-style op or a readdirplus entry) into an entry,
  * counting one kernel lookup. Consumes `bnode`. */
@@ -41,30 +54,27 @@ bool ff_resolve_referral_hidden(struct ff_state *s, const struct ff_referral *re
 /* The entry for the object `bnode` (attributes `st`) just found in `mnt`, consumed: the root of
  * the location it leads to when it is a junction (cached), else the object itself (with
  * `off_tree`, its inode leaves the namespace tree). *junction (if not NULL) says which. */
-int ff_resolve_found(struct ff_state *s, const struct ff_cred *cred, struct ff_mount *mnt,
-		     ff_node *bnode, const struct stat *st, bool off_tree,
-		     struct fuse_entry_param *e, bool *junction);
+int ff_resolve_found(const struct ff_ctx *c, struct ff_mount *mnt, ff_node *bnode,
+		     const struct stat *st, bool off_tree, struct fuse_entry_param *e,
+		     bool *junction);
 
 /* Attributes of an inode: from its backend, or made up for namespace-only inodes. */
 /* Attributes as the namespace shows them: a file unlinked while open (kept under a hidden
  * name) has st_nlink 0. Every reply that carries attributes of a backend object applies it. */
 void ff_resolve_fix_attr(struct ff_inode *inode, struct stat *st);
 
-int ff_resolve_getattr(struct ff_state *s, const struct ff_cred *cred, struct ff_inode *inode,
-		       ff_fh *fh, struct stat *st, double *timeout);
+int ff_resolve_getattr(const struct ff_ctx *c, struct ff_inode *inode, ff_fh *fh, struct stat *st,
+		       double *timeout);
 
-/* Attributes of a virtual directory. */
-void ff_virtual_stat(struct ff_state *s, struct ff_inode *inode, struct stat *st);
-
-/* Seconds the kernel may cache entries and attributes of virtual directories (those of a
- * location's objects: ff_mount_cache_timeout()). */
-double ff_attr_timeout(struct ff_state *s);
+/* Attributes of a virtual directory (the kernel may cache them for the namespace's
+ * attr-timeout; a location's objects: ff_mount_cache_timeout()). */
+void ff_virtual_stat(const struct ff_ctx *c, struct ff_inode *inode, struct stat *st);
 
 /* A copy of the inode's namespace path, or NULL. */
 char *ff_inode_ns_path(struct ff_inode *inode);
 
 /* The namespace child `name` of directory `parent`, if any (names that nested referrals or
  * virtual directories hide in a backend directory). */
-bool ff_resolve_is_ns_child(struct ff_state *s, struct ff_inode *parent, const char *name);
+bool ff_resolve_is_ns_child(const struct ff_ctx *c, struct ff_inode *parent, const char *name);
 
 #endif /* FEDFUSE_RESOLVE_H */

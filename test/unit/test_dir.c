@@ -114,9 +114,23 @@ static void state_free(struct ff_state *s)
 static struct ff_inode *lookup(struct ff_state *s, struct ff_inode *parent, const char *name)
 {
 	struct fuse_entry_param e;
+	struct ff_ctx c;
 
-	g_assert_cmpint(ff_resolve_lookup(s, cred, parent, name, &e), ==, 0);
+	ff_ctx_begin(&c, s, cred);
+	g_assert_cmpint(ff_resolve_lookup(&c, parent, name, &e), ==, 0);
+	ff_ctx_end(&c);
 	return ff_itab_get(s->itab, e.ino);
+}
+
+static int dir_open(struct ff_state *s, struct ff_inode *inode, struct ff_dir **dir)
+{
+	struct ff_ctx c;
+	int rc;
+
+	ff_ctx_begin(&c, s, cred);
+	rc = ff_dir_open(&c, inode, dir);
+	ff_ctx_end(&c);
+	return rc;
 }
 
 /* ---- reading listings ------------------------------------------------------------------------- */
@@ -132,10 +146,13 @@ static guint read_once(struct ff_state *s, struct ff_dir *dir, size_t size, off_
 		       struct listed *l)
 {
 	struct fuse_req req = { 0 };
+	struct ff_ctx c;
 	size_t pos = 0;
 	guint n = 0;
 
-	ff_dir_read(s, &req, cred, dir, size, off, plus);
+	ff_ctx_begin(&c, s, cred);
+	ff_dir_read(&c, &req, dir, size, off, plus);
+	ff_ctx_end(&c);
 	g_assert_cmpint(req.err, ==, 0);
 	while (pos < req.size) {
 		const struct fuse_dirent *d;
@@ -217,7 +234,7 @@ static void test_namespace_listing(void)
 	g_autofree char *names = NULL;
 	struct ff_dir *dir;
 
-	g_assert_cmpint(ff_dir_open(s, cred, root, &dir), ==, 0);
+	g_assert_cmpint(dir_open(s, root, &dir), ==, 0);
 	read_all(s, dir, 4096, false, l);
 	ff_dir_release(s, dir);
 	names = sorted_names(l);
@@ -238,7 +255,7 @@ static void test_nested_referral_hides(void)
 	make("mem://dl-hide/a", "nested", true); /* covered by the nested referral */
 	make("mem://dl-hide/a", "x", false);
 	a = lookup(s, ff_itab_get(s->itab, FF_INO_ROOT), "a");
-	g_assert_cmpint(ff_dir_open(s, cred, a, &dir), ==, 0);
+	g_assert_cmpint(dir_open(s, a, &dir), ==, 0);
 	read_all(s, dir, 4096, false, l);
 	ff_dir_release(s, dir);
 	names = sorted_names(l);
@@ -265,7 +282,7 @@ static void test_pieces_and_snapshot(void)
 	}
 	expected = g_string_free(want, FALSE);
 	d = lookup(s, ff_itab_get(s->itab, FF_INO_ROOT), "d");
-	g_assert_cmpint(ff_dir_open(s, cred, d, &dir), ==, 0);
+	g_assert_cmpint(dir_open(s, d, &dir), ==, 0);
 
 	/* a few entries per read; in between, one name goes and one comes: the open listing is
 	 * the snapshot it took */
@@ -303,7 +320,7 @@ static void test_plus(void)
 	make("mem://dl-plus/p", "sub", true);
 	p = lookup(s, ff_itab_get(s->itab, FF_INO_ROOT), "p");
 	before = ff_itab_count(s->itab);
-	g_assert_cmpint(ff_dir_open(s, cred, p, &dir), ==, 0);
+	g_assert_cmpint(dir_open(s, p, &dir), ==, 0);
 	read_all(s, dir, 4096, true, l);
 	ff_dir_release(s, dir);
 	/* every backend entry came with attributes and one lookup the kernel now holds */

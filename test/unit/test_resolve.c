@@ -107,7 +107,12 @@ static int lookup(struct ff_state *s, struct ff_inode *parent, const char *name,
 		  struct ff_inode **inode, struct stat *st)
 {
 	struct fuse_entry_param e;
-	int rc = ff_resolve_lookup(s, cred, parent, name, &e);
+	struct ff_ctx c;
+	int rc;
+
+	ff_ctx_begin(&c, s, cred);
+	rc = ff_resolve_lookup(&c, parent, name, &e);
+	ff_ctx_end(&c);
 
 	*inode = rc == 0 ? ff_itab_get(s->itab, e.ino) : NULL;
 	if (rc == 0) {
