@@ -89,8 +89,7 @@ static int fill(void *buf, const char *name, const struct stat *st, off_t next, 
 static int load(const struct ff_ctx *c, struct ff_dir *dir, bool plus)
 {
 	struct stat st = { 0 };
-	g_autofree char *ns_path = ff_inode_ns_path(dir->inode);
-	const struct ff_ns_node *node = NULL;
+	const struct ff_ns_node *node = ff_resolve_ns_node(c, dir->inode);
 	bool removed;
 	int rc = 0;
 
@@ -107,8 +106,6 @@ static int load(const struct ff_ctx *c, struct ff_dir *dir, bool plus)
 			    NULL, true);
 		goto out;
 	}
-	if (ns_path)
-		node = ff_namespace_find(c->ns, ns_path);
 	if (node && node->child_list->len) {
 		dir->hidden = dir->hidden ? dir->hidden : g_hash_table_new(g_str_hash, g_str_equal);
 		g_hash_table_remove_all(dir->hidden);

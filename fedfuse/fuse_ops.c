@@ -310,7 +310,7 @@ static void ff_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	int rc;
 
 	rc = ff_req_begin(req, newparent, true, &op);
-	if (rc == 0 && (!inode || !inode->mnt || inode->ns_path))
+	if (rc == 0 && (!inode || !inode->mnt || inode->ns_ref))
 		rc = inode ? -EPERM : -ESTALE;
 	if (rc == 0 && inode->mnt != op.t.mnt)
 		rc = -EXDEV;

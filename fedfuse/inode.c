@@ -3,6 +3,7 @@
  * inode.c - the inode table (see inode.h for the numbering and the locking rules).
  */
 #include "fedfuse/inode.h"
+#include "fedfuse/namespace.h"
 
 #define INO_BITS 48
 #define INO_MASK ((UINT64_C(1) << INO_BITS) - 1)
@@ -96,6 +97,30 @@ struct ff_itab *ff_itab_new(ff_inode_release_fn release, void *data)
 	return itab;
 }
 
+void ff_inode_set_ns(struct ff_inode *inode, struct ff_namespace *ns, const struct ff_ns_node *node)
+{
+	struct ff_namespace *old = NULL;
+
+	g_mutex_lock(&inode->lock);
+	if (inode->ns_ref && inode->ns_ref->ns == ns && inode->ns_ref->node == node) {
+		g_mutex_unlock(&inode->lock);
+		return;
+	}
+	if (inode->ns_ref)
+		old = inode->ns_ref->ns;
+	if (node) {
+		if (!inode->ns_ref)
+			inode->ns_ref = g_new(struct ff_ns_ref, 1);
+		inode->ns_ref->ns = ff_namespace_ref(ns);
+		inode->ns_ref->node = node;
+	} else {
+		g_clear_pointer(&inode->ns_ref, g_free);
+	}
+	g_mutex_unlock(&inode->lock);
+	if (old)
+		ff_namespace_unref(old);
+}
+
 struct ff_inode_gone *ff_inode_gone(struct ff_inode *inode)
 {
 	if (!inode->gone)
@@ -107,7 +132,7 @@ static void inode_free(struct ff_itab *itab, struct ff_inode *inode)
 {
 	if (itab->release)
 		itab->release(inode, itab->release_data);
-	g_free(inode->ns_path);
+	ff_inode_set_ns(inode, NULL, NULL);
 	if (inode->gone)
 		g_free(inode->gone->hidden_name);
 	g_free(inode->gone);
@@ -298,7 +323,6 @@ struct ff_inode *ff_itab_intern_virtual(struct ff_itab *itab, uint64_t ino, cons
 		inode = insert_locked(itab, ino);
 		inode->pinned = true;
 		inode->type = S_IFDIR;
-		inode->ns_path = ns_path ? g_strdup(ns_path) : NULL;
 	}
 	g_mutex_unlock(&itab->lock);
 	return inode;

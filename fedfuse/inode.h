@@ -33,7 +33,21 @@
 #define FF_MOUNT_INDEX_MAX 0xfffe
 #define FF_MOUNT_INDEX_NONE 0xffff /* a mount whose objects are numbered from the counter */
 
+struct ff_inode;
 struct ff_mount;
+struct ff_namespace;
+struct ff_ns_node;
+
+/* Where an inode stands in the namespace tree: a node of the namespace it was last found in,
+ * which the reference keeps alive (after a reload, the new namespace is searched by the node's
+ * path: ff_resolve_ns_node()). */
+struct ff_ns_ref {
+	struct ff_namespace *ns;
+	const struct ff_ns_node *node;
+};
+
+/* Set (node NULL: clear) where `inode` stands in the namespace tree; takes its lock. */
+void ff_inode_set_ns(struct ff_inode *inode, struct ff_namespace *ns, const struct ff_ns_node *node);
 
 /* Kept small, 104 bytes (one 112-byte malloc chunk): the daemon holds one per inode the kernel
  * caches (DESIGN §10). */
@@ -68,10 +82,9 @@ struct ff_inode {
 	struct ff_mount *mnt;
 	ff_node *bnode;
 
-	/* The namespace path for inodes that are part of the namespace tree (virtual directories,
-	 * referral roots, directories with nested referrals below them), else NULL. Set at creation
-	 * and updated by lookups under `lock`. */
-	char *ns_path;
+	/* For inodes that are part of the namespace tree (virtual directories, referral roots,
+	 * directories with nested referrals below them): their node, else NULL. Under `lock`. */
+	struct ff_ns_ref *ns_ref;
 
 	GMutex lock;
 	struct ff_inode_gone *gone; /* NULL unless removed through the mount (below) */
@@ -122,7 +135,8 @@ struct ff_inode *ff_itab_intern(struct ff_itab *itab, struct ff_mount *mnt, uint
 				dev_t dev, ino_t bino, ff_node *bnode, mode_t type, bool *created);
 
 /* A pinned namespace-only inode: `ino` FF_INO_ROOT or a control inode, or 0 to number it by
- * `ns_path` (the same path always gets the same number). Counts one lookup. */
+ * `ns_path` (the same path always gets the same number). Counts one lookup. Its place in the
+ * namespace tree is the caller's to set (ff_inode_set_ns). */
 struct ff_inode *ff_itab_intern_virtual(struct ff_itab *itab, uint64_t ino, const char *ns_path);
 
 /* The inode of object (mnt, dev, bino) if the table has it, counting nothing: the pointer

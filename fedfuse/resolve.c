@@ -29,30 +29,41 @@ void ff_ctx_end(struct ff_ctx *c)
 	c->ns = NULL;
 }
 
-char *ff_inode_ns_path(struct ff_inode *inode)
+const struct ff_ns_node *ff_resolve_ns_node(const struct ff_ctx *c, struct ff_inode *inode)
 {
-	char *path;
+	struct ff_namespace *old = NULL;
+	const struct ff_ns_node *node = NULL;
 
 	g_mutex_lock(&inode->lock);
-	path = g_strdup(inode->ns_path);
-	g_mutex_unlock(&inode->lock);
-	return path;
-}
-
-static void set_ns_path(struct ff_inode *inode, const char *path)
-{
-	g_mutex_lock(&inode->lock);
-	if (g_strcmp0(inode->ns_path, path) != 0) {
-		g_free(inode->ns_path);
-		inode->ns_path = g_strdup(path);
+	if (inode->ns_ref && inode->ns_ref->ns == c->ns) {
+		node = inode->ns_ref->node;
+	} else if (inode->ns_ref) {
+		/* Found in an earlier namespace (a reload came since): the same path in this one,
+		 * which the inode then keeps. Not there: not part of this one's tree. */
+		node = ff_namespace_find(c->ns, inode->ns_ref->node->path);
+		if (node) {
+			old = inode->ns_ref->ns;
+			inode->ns_ref->ns = ff_namespace_ref(c->ns);
+			inode->ns_ref->node = node;
+		}
 	}
 	g_mutex_unlock(&inode->lock);
+	if (old)
+		ff_namespace_unref(old);
+	return node;
 }
 
-static char *child_path(const char *dir, const char *name)
+/* `node` (of c->ns, or NULL) is where `inode` now stands in the namespace tree. */
+static void set_ns_node(const struct ff_ctx *c, struct ff_inode *inode,
+			const struct ff_ns_node *node)
 {
-	return strcmp(dir, "/") == 0 ? g_strconcat("/", name, NULL)
-				     : g_strconcat(dir, "/", name, NULL);
+	ff_inode_set_ns(inode, node ? c->ns : NULL, node);
+}
+
+/* The namespace child `name` of `dir`, if any. */
+static const struct ff_ns_node *ns_child(const struct ff_ns_node *dir, const char *name)
+{
+	return dir ? g_hash_table_lookup(dir->children, name) : NULL;
 }
 
 static void fill_entry(struct ff_inode *inode, const struct stat *st, double timeout,
@@ -105,8 +116,7 @@ void ff_resolve_entry_held(struct ff_mount *mnt, struct ff_inode *inode, const s
 void ff_virtual_stat(const struct ff_ctx *c, struct ff_inode *inode, struct stat *st)
 {
 	struct ff_state *s = c->s;
-	g_autofree char *path = ff_inode_ns_path(inode);
-	const struct ff_ns_node *node = path ? ff_namespace_find(c->ns, path) : NULL;
+	const struct ff_ns_node *node = ff_resolve_ns_node(c, inode);
 
 	memset(st, 0, sizeof(*st));
 	st->st_ino = inode->ino;
@@ -153,8 +163,8 @@ static int referral_root(const struct ff_ctx *c, const struct ff_referral *ref,
 
 /* The root of location `m` as an entry, counting a kernel lookup. When the kernel still holds
  * the root's inode and its attributes are fresh, no backend call is made. */
-static int enter_mount(const struct ff_ctx *c, struct ff_mount *m, const char *ns_path,
-		       struct fuse_entry_param *e)
+static int enter_mount(const struct ff_ctx *c, struct ff_mount *m,
+		       const struct ff_ns_node *ns_node, struct fuse_entry_param *e)
 {
 	gint64 start = g_get_monotonic_time();
 	struct ff_inode *inode = NULL;
@@ -180,7 +190,7 @@ static int enter_mount(const struct ff_ctx *c, struct ff_mount *m, const char *n
 		m->root_time = start;
 		g_mutex_unlock(&m->lock);
 	}
-	set_ns_path(inode, ns_path);
+	set_ns_node(c, inode, ns_node);
 	fill_entry(inode, &st, ff_mount_cache_timeout(m), e);
 	return 0;
 }
@@ -195,13 +205,16 @@ static bool loops(struct ff_mount *from, const struct ff_location *loc)
 }
 
 /*
- * Enter the first reachable of the locations of the referral at `ns_path`, or (`ns_path` NULL)
- * of a junction found inside mount `parent`. A location that fails with a connection-level
- * error is skipped; when none answers the entry fails with EHOSTDOWN.
+ * Enter the first reachable of the locations of the referral at namespace node `ns_node`, or
+ * (`ns_node` NULL) of a junction found inside mount `parent`. A location that fails with a
+ * connection-level error is skipped; when none answers the entry fails with EHOSTDOWN.
  */
 static int enter(const struct ff_ctx *c, GPtrArray *locations, double attr_timeout,
-		 struct ff_mount *parent, const char *ns_path, struct fuse_entry_param *e)
+		 struct ff_mount *parent, const struct ff_ns_node *ns_node,
+		 struct fuse_entry_param *e)
 {
+	const char *ns_path = ns_node ? ns_node->path : NULL;
+
 	int rc = -EHOSTDOWN;
 
 	for (guint i = 0; i < locations->len; i++) {
@@ -215,7 +228,7 @@ static int enter(const struct ff_ctx *c, GPtrArray *locations, double attr_timeo
 		m = ff_mounts_get(c->s->mounts, ns_path, loc, attr_timeout, parent);
 		rc = ff_mount_connect(m);
 		if (rc == 0)
-			rc = enter_mount(c, m, ns_path, e); /* its root inode holds m */
+			rc = enter_mount(c, m, ns_node, e); /* its root inode holds m */
 		ff_mount_unref(m);
 		if (rc == 0)
 			return 0;
@@ -353,13 +366,7 @@ void ff_target_put(struct ff_state *s, struct ff_target *t)
 
 bool ff_resolve_is_ns_child(const struct ff_ctx *c, struct ff_inode *parent, const char *name)
 {
-	g_autofree char *dir = ff_inode_ns_path(parent);
-	g_autofree char *path = NULL;
-
-	if (!dir)
-		return false;
-	path = child_path(dir, name);
-	return ff_namespace_find(c->ns, path) != NULL;
+	return ns_child(ff_resolve_ns_node(c, parent), name) != NULL;
 }
 
 static int lookup_backend(const struct ff_ctx *c, struct ff_target *t, const char *name,
@@ -378,8 +385,8 @@ static int lookup_ns(const struct ff_ctx *c, struct ff_target *parent,
 	int rc;
 
 	if (node->referral) {
-		rc = enter(c, node->referral->locations, node->referral->attr_timeout, NULL,
-			   node->path, e);
+		rc = enter(c, node->referral->locations, node->referral->attr_timeout, NULL, node,
+			   e);
 		/* Fail open: while no location answers, the referral is not there. */
 		if (rc == -EHOSTDOWN && node->referral->on_unreachable == FF_UNREACHABLE_SKIP)
 			rc = -ENOENT;
@@ -391,7 +398,7 @@ static int lookup_ns(const struct ff_ctx *c, struct ff_target *parent,
 		rc = lookup_backend(c, parent, name, &bnode, &st);
 		if (rc == 0 && S_ISDIR(st.st_mode)) {
 			inode = intern(c->s, parent->mnt, bnode, &st);
-			set_ns_path(inode, node->path);
+			set_ns_node(c, inode, node);
 			fill_entry(inode, &st, ff_mount_cache_timeout(parent->mnt), e);
 			return 0;
 		}
@@ -401,6 +408,7 @@ static int lookup_ns(const struct ff_ctx *c, struct ff_target *parent,
 			return rc;
 	}
 	inode = ff_itab_intern_virtual(c->s->itab, 0, node->path);
+	set_ns_node(c, inode, node);
 	ff_virtual_stat(c, inode, &st);
 	fill_entry(inode, &st, c->ns->attr_timeout, e);
 	return 0;
@@ -424,7 +432,7 @@ int ff_resolve_found(const struct ff_ctx *c, struct ff_mount *mnt, ff_node *bnod
 	}
 	inode = intern(c->s, mnt, bnode, st);
 	if (off_tree) /* no longer (or never) part of the namespace tree */
-		set_ns_path(inode, NULL);
+		set_ns_node(c, inode, NULL);
 	fill_entry(inode, st, ff_mount_cache_timeout(mnt), e);
 	return 0;
 }
@@ -432,7 +440,8 @@ int ff_resolve_found(const struct ff_ctx *c, struct ff_mount *mnt, ff_node *bnod
 int ff_resolve_lookup(const struct ff_ctx *c, struct ff_inode *parent, const char *name,
 		      struct fuse_entry_param *e)
 {
-	g_autofree char *dir = NULL;
+	const struct ff_ns_node *dir, *node;
+	bool in_tree;
 	struct ff_target t;
 	ff_node *bnode;
 	struct stat st;
@@ -445,23 +454,22 @@ int ff_resolve_lookup(const struct ff_ctx *c, struct ff_inode *parent, const cha
 	rc = ff_target_get(c, parent, &t);
 	if (rc < 0)
 		return rc;
-	dir = ff_inode_ns_path(parent);
-	if (dir) {
-		g_autofree char *path = child_path(dir, name);
-		const struct ff_ns_node *node = ff_namespace_find(c->ns, path);
-
-		if (node) {
-			rc = lookup_ns(c, &t, node, name, e);
-			goto out_put;
-		}
+	dir = ff_resolve_ns_node(c, parent);
+	node = ns_child(dir, name);
+	if (node) {
+		rc = lookup_ns(c, &t, node, name, e);
+		goto out_put;
 	}
+	g_mutex_lock(&parent->lock);
+	in_tree = parent->ns_ref != NULL; /* in this namespace's tree or an earlier one's */
+	g_mutex_unlock(&parent->lock);
 	if (!t.mnt) {
 		rc = -ENOENT;
 		goto out_put;
 	}
 	rc = lookup_backend(c, &t, name, &bnode, &st);
 	if (rc == 0)
-		rc = ff_resolve_found(c, t.mnt, bnode, &st, dir != NULL, e, NULL);
+		rc = ff_resolve_found(c, t.mnt, bnode, &st, in_tree, e, NULL);
 out_put:
 	ff_target_put(c->s, &t);
 	return rc;

@@ -70,8 +70,8 @@ int ff_resolve_getattr(const struct ff_ctx *c, struct ff_inode *inode, ff_fh *fh
  * attr-timeout; a location's objects: ff_mount_cache_timeout()). */
 void ff_virtual_stat(const struct ff_ctx *c, struct ff_inode *inode, struct stat *st);
 
-/* A copy of the inode's namespace path, or NULL. */
-char *ff_inode_ns_path(struct ff_inode *inode);
+/* Where `inode` stands in the request's namespace tree (a node of c->ns), or NULL. */
+const struct ff_ns_node *ff_resolve_ns_node(const struct ff_ctx *c, struct ff_inode *inode);
 
 /* The namespace child `name` of directory `parent`, if any (names that nested referrals or
  * virtual directories hide in a backend directory). */

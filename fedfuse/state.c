@@ -28,7 +28,8 @@ void ff_state_init(struct ff_state *s)
 	s->uid = geteuid();
 	s->gid = getegid();
 	s->itab = ff_itab_new(release_inode, s);
-	ff_itab_intern_virtual(s->itab, FF_INO_ROOT, "/");
+	ff_inode_set_ns(ff_itab_intern_virtual(s->itab, FF_INO_ROOT, "/"), s->ns,
+			ff_namespace_find(s->ns, "/"));
 	s->jcache = ff_jcache_new();
 	g_mutex_init(&s->handles_lock);
 	s->handles = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -70,7 +71,7 @@ static void collect_ns_inode(struct ff_inode *inode, void *data)
 
 	g_mutex_lock(&inode->lock);
 	iv.ino = inode->ino;
-	iv.ns_path = g_strdup(inode->ns_path);
+	iv.ns_path = inode->ns_ref ? g_strdup(inode->ns_ref->node->path) : NULL;
 	g_mutex_unlock(&inode->lock);
 	if (iv.ns_path)
 		g_array_append_val(list, iv);

@@ -305,6 +305,34 @@ static void test_references(void)
 	state_free(s);
 }
 
+/* An inode found in one namespace keeps working after a reload: lookups in it follow the new
+ * namespace, found by its path there. */
+static void test_reload(void)
+{
+	struct ff_state *s = state_new("[/virt/a]\nlocations=mem://reload/a\n");
+	g_autofree char *file = g_build_filename(tmp, "namespace.conf", NULL);
+	struct ff_inode *virt, *got;
+
+	g_assert_cmpint(lookup(s, root_inode(s), "virt", &virt, NULL), ==, 0);
+	g_assert_cmpint(lookup(s, virt, "a", &got, NULL), ==, 0);
+	forget(s, got);
+	g_assert_true(g_file_set_contents(file, "[/virt/b]\nlocations=mem://reload/b\n", -1, NULL));
+	s->opts.namespace_file = g_steal_pointer(&file);
+	g_assert_true(ff_state_reload(s));
+	g_assert_cmpint(lookup(s, virt, "a", &got, NULL), ==, -ENOENT);
+	g_assert_cmpint(lookup(s, virt, "b", &got, NULL), ==, 0);
+	g_assert_cmpstr(got->mnt->loc.spec.uri, ==, "mem://reload/b");
+	forget(s, got);
+	/* a path the new namespace does not have is no namespace directory any more */
+	g_assert_true(g_file_set_contents(s->opts.namespace_file,
+					  "[/other]\nlocations=mem://reload/o\n", -1, NULL));
+	g_assert_true(ff_state_reload(s));
+	g_assert_cmpint(lookup(s, virt, "b", &got, NULL), ==, -ENOENT);
+	forget(s, virt);
+	g_free(s->opts.namespace_file);
+	state_free(s);
+}
+
 int main(int argc, char **argv)
 {
 	const char *builddir = g_getenv("FEDFUSE_BUILDDIR");
@@ -322,6 +350,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/resolve/junction-loop", test_junction_loop);
 	g_test_add_func("/resolve/failover-and-backoff", test_failover_and_backoff);
 	g_test_add_func("/resolve/references", test_references);
+	g_test_add_func("/resolve/reload", test_reload);
 	rc = g_test_run();
 	ff_mounts_free(setup);
 	{
