@@ -47,7 +47,8 @@ struct ff_ns_ref {
 };
 
 /* Set (node NULL: clear) where `inode` stands in the namespace tree; takes its lock. */
-void ff_inode_set_ns(struct ff_inode *inode, struct ff_namespace *ns, const struct ff_ns_node *node);
+void ff_inode_set_ns(struct ff_inode *inode, struct ff_namespace *ns,
+		     const struct ff_ns_node *node);
 
 /* Kept small, 104 bytes (one 112-byte malloc chunk): the daemon holds one per inode the kernel
  * caches (DESIGN §10). */

@@ -163,8 +163,8 @@ static int referral_root(const struct ff_ctx *c, const struct ff_referral *ref,
 
 /* The root of location `m` as an entry, counting a kernel lookup. When the kernel still holds
  * the root's inode and its attributes are fresh, no backend call is made. */
-static int enter_mount(const struct ff_ctx *c, struct ff_mount *m,
-		       const struct ff_ns_node *ns_node, struct fuse_entry_param *e)
+static int enter_mount(const struct ff_ctx *c, struct ff_mount *m, const struct ff_ns_node *ns_node,
+		       struct fuse_entry_param *e)
 {
 	gint64 start = g_get_monotonic_time();
 	struct ff_inode *inode = NULL;
