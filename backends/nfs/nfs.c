@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nfs.c - the NFS backend: nfs://host[:port]/path?version=3|4 locations through libnfs' high-level
- * path API (NFSv3 and NFSv4), with path-named nodes (pathnode.c), pooled contexts per caller
+ * path API (NFSv3 and NFSv4), with path-named nodes (backends/pathtree), pooled contexts per caller
  * identity (nfs_pool.c) and hand-built NFSv4 COMPOUNDs where libnfs 4.0 is wrong (nfs_v4.c).
  * This file holds the locations (parsing, check, mount, unmount), what every operation uses
  * (paths, attributes, leased contexts), statfs and the ops table; the operations are in

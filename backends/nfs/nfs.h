@@ -6,7 +6,7 @@
  * the operations (nfs_node.c, nfs_file.c, nfs_dir.c) share with each other and with the ops table
  * (nfs.c).
  *
- * Lock order: nfs_handle.lock, then nfs_pool.lock, then the path tree's lock (pathnode.c);
+ * Lock order: nfs_handle.lock, then nfs_pool.lock, then the path tree's lock (backends/pathtree);
  * nfs_loc.node_lock is taken alone.
  * No lock but nfs_handle.lock is ever held across network I/O.
  */
@@ -20,7 +20,7 @@
 #include <sys/types.h>
 
 #include "backends/backend.h"
-#include "backends/pathnode.h"
+#include "backends/pathtree/pathtree.h"
 
 struct nfs_context;
 struct nfsfh;
@@ -86,7 +86,7 @@ struct nfs_loc {
 	struct nfs_pool pool;
 };
 
-/* A node reference: one reference to a path node (pathnode.c), the object named by its path
+/* A node reference: one reference to a path node (backends/pathtree), the object named by its path
  * below the location's root. Each reference handed to the core is an object of its own, even
  * when two name the same path node: the core tells references apart by their address (when a
  * lookup returns the very node an inode already holds, it keeps one and forgets nothing). */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * smb.c - the smb:// backend: SMB2 and SMB3 shares through libsmbclient (Samba 4.17). Nodes are
- * paths (pathnode.c); each operation builds a URL and runs on a context lent by the pool
+ * paths (backends/pathtree); each operation builds a URL and runs on a context lent by the pool
  * (smb_pool.c). What SMB has no room for without unix extensions (hard links, symlinks, special
  * files, POSIX owners and modes) is refused or mapped the way the Linux cifs client does.
  * This file holds the locations (URI, credentials, mount), what every operation uses (names,

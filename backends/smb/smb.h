@@ -15,7 +15,7 @@
 #include <sys/types.h>
 
 #include "backends/backend.h"
-#include "backends/pathnode.h"
+#include "backends/pathtree/pathtree.h"
 
 #define SMB_DEFAULT_CONNECTIONS 8 /* contexts per location unless ?connections=N */
 #define SMB_MAX_CONNECTIONS 64
@@ -112,7 +112,7 @@ struct smb_path_arg {
 	unsigned int flags;
 };
 
-/* A node is a path node (pathnode.c). */
+/* A node is a path node (backends/pathtree). */
 static inline struct ff_pathnode *smb_pn(ff_node *node)
 {
 	return (struct ff_pathnode *)node;

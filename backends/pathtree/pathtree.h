@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * pathnode.h - nodes that name objects by path, for backends whose libraries speak paths
+ * pathtree.h - nodes that name objects by path, for backends whose libraries speak paths
  * (libnfs' high-level API, libsmbclient). Each node holds its parent and its name, so a rename
  * of a directory moves every node below it at once; an index keyed by (parent, name) hands out
  * the same node for the same name, so a rename done through the mount can update it in place.
@@ -8,8 +8,8 @@
  * Locking: one mutex per tree guards the index, every parent pointer and every name. Path
  * building takes it briefly; no I/O is ever done under it.
  */
-#ifndef FEDFUSE_PATHNODE_H
-#define FEDFUSE_PATHNODE_H
+#ifndef FEDFUSE_PATHTREE_H
+#define FEDFUSE_PATHTREE_H
 
 #include <glib.h>
 #include <stdbool.h>
@@ -51,4 +51,4 @@ void ff_pathtree_unlink(struct ff_pathtree *tree, struct ff_pathnode *parent, co
 void ff_pathtree_relink(struct ff_pathtree *tree, struct ff_pathnode *keep,
 			struct ff_pathnode *fresh);
 
-#endif /* FEDFUSE_PATHNODE_H */
+#endif /* FEDFUSE_PATHTREE_H */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * pathnode.c - path-named nodes shared by the nfs and smb backends (see pathnode.h).
+ * pathtree.c - path-named nodes shared by the nfs and smb backends (see pathtree.h).
  */
 #include <string.h>
 
-#include "backends/pathnode.h"
+#include "backends/pathtree/pathtree.h"
 
 struct ff_pathtree {
 	GMutex lock;
