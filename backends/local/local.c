@@ -17,25 +17,11 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "backends/backend.h"
-#include "backends/local/local_cred.h"
-#include "backends/local/local_node.h"
-#include "backends/local/local_watch.h"
-
-/* One mounted location. Read-only after mount(), so shared by all threads without a lock. */
-struct local_loc {
-	const struct ff_location_spec *spec;
-	ff_node *root; /* the admin's path, symlinks in it followed once */
-	bool as_root;  /* the daemon runs as root (and acts for callers, see local_cred.h) */
-	struct local_watch *watch; /* changes by others are reported, or NULL */
-};
-
-/* Nodes hold their object by a descriptor that is cached, not kept (local_node.h). */
-#define node_type local_node_type
+#include "backends/local/local.h"
 
 /* Pin `node`, then act for `cred`: reopening a node takes the daemon's own capabilities, so the
  * order matters. On success *fd is the node's descriptor until local_node_unpin(node). */
-static int pin_as(const struct ff_cred *cred, ff_node *node, int *fd)
+int local_pin_as(const struct ff_cred *cred, ff_node *node, int *fd)
 {
 	int rc;
 
@@ -49,7 +35,7 @@ static int pin_as(const struct ff_cred *cred, ff_node *node, int *fd)
 }
 
 /* The same for two nodes (`b` may be `a`). */
-static int pin2_as(const struct ff_cred *cred, ff_node *a, int *afd, ff_node *b, int *bfd)
+int local_pin2_as(const struct ff_cred *cred, ff_node *a, int *afd, ff_node *b, int *bfd)
 {
 	int rc;
 
@@ -69,7 +55,7 @@ static int pin2_as(const struct ff_cred *cred, ff_node *a, int *afd, ff_node *b,
 	return rc;
 }
 
-static void unpin2(ff_node *a, ff_node *b)
+void local_unpin2(ff_node *a, ff_node *b)
 {
 	local_node_unpin(b);
 	local_node_unpin(a);
@@ -77,32 +63,12 @@ static void unpin2(ff_node *a, ff_node *b)
 
 /* A call that made a descriptor failed for want of descriptors: make room, and say whether to
  * try once more. */
-static bool out_of_fds(void)
+bool local_out_of_fds(void)
 {
 	return (errno == EMFILE || errno == ENFILE) && local_nodes_relieve();
 }
 
-/* An open file. `fd` comes first here and in struct local_dir, so that a handle passed to
- * getattr()/setattr() can be used whichever kind it is. */
-struct local_file {
-	int fd;
-};
-
-/* An open directory. The kernel serialises readdir on one handle; the lock makes that a
- * guarantee here rather than an assumption about the core. */
-struct local_dir {
-	int fd; /* dirfd(dp) */
-	GMutex lock;
-	DIR *dp;
-	off_t pos;		/* offset of the next entry to hand out: `pending`, if any */
-	struct dirent *pending; /* entry read from dp that fill() has not taken yet, or NULL;
-				 * valid until the next readdir/seekdir on dp */
-};
-
-/* "/proc/self/fd/" and an int */
-#define PROC_FD_LEN 32
-
-static void proc_fd_path(char *buf, int fd)
+void local_proc_path(char *buf, int fd)
 {
 	snprintf(buf, PROC_FD_LEN, "/proc/self/fd/%d", fd);
 }
@@ -110,16 +76,16 @@ static void proc_fd_path(char *buf, int fd)
 /* Pin `node`, act for `cred`, and name the node by its /proc path: for the calls that take no
  * O_PATH descriptor (the *xattr calls; chmod, truncate and the like of a file that is not
  * open). Unpin the node after. */
-static int pin_by_proc(const struct ff_cred *cred, ff_node *node, int *fd, char proc[PROC_FD_LEN])
+int local_pin_by_proc(const struct ff_cred *cred, ff_node *node, int *fd, char proc[PROC_FD_LEN])
 {
-	int rc = pin_as(cred, node, fd);
+	int rc = local_pin_as(cred, node, fd);
 
 	if (rc == 0)
-		proc_fd_path(proc, *fd);
+		local_proc_path(proc, *fd);
 	return rc;
 }
 
-static int fh_fd(ff_fh *fh)
+int local_fh_fd(ff_fh *fh)
 {
 	return ((struct local_file *)fh)->fd;
 }
@@ -160,7 +126,7 @@ static int local_mount(const struct ff_location_spec *spec, const struct ff_noti
 		goto out_msg;
 
 	fd = open(spec->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 && out_of_fds())
+	if (fd < 0 && local_out_of_fds())
 		fd = open(spec->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
@@ -177,7 +143,7 @@ static int local_mount(const struct ff_location_spec *spec, const struct ff_noti
 	}
 
 	/* Every reopen for I/O goes through /proc/self/fd: fail here, clearly, without it. */
-	proc_fd_path(proc, fd);
+	local_proc_path(proc, fd);
 	probe = open(proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (probe < 0) {
 		rc = -errno;
@@ -230,7 +196,7 @@ static bool local_watched(void *loc)
 
 /* A node for the object that `fd` (O_PATH, owned by the caller) refers to, with its attributes.
  * Consumes fd whatever happens. */
-static int node_from_fd(int fd, ff_node **node, struct stat *st)
+static int local_node_from_fd(int fd, ff_node **node, struct stat *st)
 {
 	if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
 		int rc = -errno;
@@ -242,16 +208,15 @@ static int node_from_fd(int fd, ff_node **node, struct stat *st)
 	return 0;
 }
 
-/* The node for `name` in the directory `dirfd`, never following a symlink named `name`. */
-static int node_at(int dirfd, const char *name, ff_node **node, struct stat *st)
+int local_node_at(int dirfd, const char *name, ff_node **node, struct stat *st)
 {
 	int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 
-	if (fd < 0 && out_of_fds())
+	if (fd < 0 && local_out_of_fds())
 		fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	return node_from_fd(fd, node, st);
+	return local_node_from_fd(fd, node, st);
 }
 
 static int local_root(void *loc, const struct ff_cred *cred, ff_node **node, struct stat *st)
@@ -259,21 +224,16 @@ static int local_root(void *loc, const struct ff_cred *cred, ff_node **node, str
 	struct local_loc *l = loc;
 	int root, fd, rc;
 
-	rc = pin_as(cred, l->root, &root);
+	rc = local_pin_as(cred, l->root, &root);
 	if (rc)
 		return rc;
 	fd = fcntl(root, F_DUPFD_CLOEXEC, 0);
-	if (fd < 0 && out_of_fds())
+	if (fd < 0 && local_out_of_fds())
 		fd = fcntl(root, F_DUPFD_CLOEXEC, 0);
 	local_node_unpin(l->root);
 	if (fd < 0)
 		return -errno;
-	return node_from_fd(fd, node, st);
-}
-
-static bool is_dot_or_dotdot(const char *name)
-{
-	return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
+	return local_node_from_fd(fd, node, st);
 }
 
 static int local_lookup(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
@@ -283,13 +243,13 @@ static int local_lookup(void *loc, const struct ff_cred *cred, ff_node *parent, 
 
 	/* The core never passes these, but the kernel does send ".." for an exported mount, and
 	 * ".." of the root is the one name that would leave the location: refuse, cheaply. */
-	if (is_dot_or_dotdot(name) || strchr(name, '/'))
+	if (local_is_dot_or_dotdot(name) || strchr(name, '/'))
 		return -EINVAL;
-	rc = pin_as(cred, parent, &fd);
+	rc = local_pin_as(cred, parent, &fd);
 	if (rc)
 		return rc;
 	/* A parent that is not a directory (a symlink node included) fails with ENOTDIR. */
-	rc = node_at(fd, name, node, st);
+	rc = local_node_at(fd, name, node, st);
 	local_node_unpin(parent);
 	return rc;
 }
@@ -308,9 +268,9 @@ static int local_getattr(void *loc, const struct ff_cred *cred, ff_node *node, f
 		rc = local_become(cred);
 		if (rc)
 			return rc;
-		return fstat(fh_fd(fh), st) < 0 ? -errno : 0;
+		return fstat(local_fh_fd(fh), st) < 0 ? -errno : 0;
 	}
-	rc = pin_as(cred, node, &fd);
+	rc = local_pin_as(cred, node, &fd);
 	if (rc)
 		return rc;
 	rc = fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
@@ -333,7 +293,7 @@ static struct timespec set_time(unsigned int to_set, unsigned int bit, unsigned 
 static int setattr_pinned(ff_node *node, int nfd, const char *proc, ff_fh *fh,
 			  const struct stat *attr, unsigned int to_set)
 {
-	int fd = fh ? fh_fd(fh) : -1;
+	int fd = fh ? local_fh_fd(fh) : -1;
 	int rc;
 
 	/* In the order chmod, chown, truncate, utimes: the last one sets what the others bump. */
@@ -398,7 +358,7 @@ static int local_setattr(void *loc, const struct ff_cred *cred, ff_node *node, f
 			 const struct stat *attr, unsigned int to_set, struct stat *st)
 {
 	char proc[PROC_FD_LEN];
-	int fd, rc = pin_by_proc(cred, node, &fd, proc);
+	int fd, rc = local_pin_by_proc(cred, node, &fd, proc);
 
 	if (rc)
 		return rc;
@@ -416,7 +376,7 @@ static ssize_t local_readlink(void *loc, const struct ff_cred *cred, ff_node *no
 
 	if (node_type(node) != S_IFLNK)
 		return -EINVAL; /* readlinkat(fd, "") would say ENOENT */
-	rc = pin_as(cred, node, &fd);
+	rc = local_pin_as(cred, node, &fd);
 	if (rc)
 		return rc;
 	len = readlinkat(fd, "", buf, size);
@@ -441,13 +401,13 @@ static ssize_t local_readlink(void *loc, const struct ff_cred *cred, ff_node *no
 static int local_mknod(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
 		       mode_t mode, dev_t rdev, ff_node **node, struct stat *st)
 {
-	int fd, rc = pin_as(cred, parent, &fd);
+	int fd, rc = local_pin_as(cred, parent, &fd);
 
 	if (rc)
 		return rc;
 	mode = local_create_mode(mode, cred->umask);
 	/* Regular files, fifos and sockets; devices when the caller has CAP_MKNOD (root). */
-	rc = mknodat(fd, name, mode, rdev) < 0 ? -errno : node_at(fd, name, node, st);
+	rc = mknodat(fd, name, mode, rdev) < 0 ? -errno : local_node_at(fd, name, node, st);
 	local_node_unpin(parent);
 	return rc;
 }
@@ -455,12 +415,12 @@ static int local_mknod(void *loc, const struct ff_cred *cred, ff_node *parent, c
 static int local_mkdir(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
 		       mode_t mode, ff_node **node, struct stat *st)
 {
-	int fd, rc = pin_as(cred, parent, &fd);
+	int fd, rc = local_pin_as(cred, parent, &fd);
 
 	if (rc)
 		return rc;
 	mode = local_create_mode(mode, cred->umask);
-	rc = mkdirat(fd, name, mode & 07777) < 0 ? -errno : node_at(fd, name, node, st);
+	rc = mkdirat(fd, name, mode & 07777) < 0 ? -errno : local_node_at(fd, name, node, st);
 	local_node_unpin(parent);
 	return rc;
 }
@@ -468,11 +428,11 @@ static int local_mkdir(void *loc, const struct ff_cred *cred, ff_node *parent, c
 static int local_symlink(void *loc, const struct ff_cred *cred, const char *target, ff_node *parent,
 			 const char *name, ff_node **node, struct stat *st)
 {
-	int fd, rc = pin_as(cred, parent, &fd);
+	int fd, rc = local_pin_as(cred, parent, &fd);
 
 	if (rc)
 		return rc;
-	rc = symlinkat(target, fd, name) < 0 ? -errno : node_at(fd, name, node, st);
+	rc = symlinkat(target, fd, name) < 0 ? -errno : local_node_at(fd, name, node, st);
 	local_node_unpin(parent);
 	return rc;
 }
@@ -484,7 +444,7 @@ static int local_link(void *loc, const struct ff_cred *cred, ff_node *node, ff_n
 	char proc[PROC_FD_LEN];
 	int fd, dirfd, rc;
 
-	rc = pin2_as(cred, node, &fd, newparent, &dirfd);
+	rc = local_pin2_as(cred, node, &fd, newparent, &dirfd);
 	if (rc)
 		return rc;
 
@@ -498,20 +458,20 @@ static int local_link(void *loc, const struct ff_cred *cred, ff_node *node, ff_n
 			rc = -errno;
 	}
 	if (rc == -ENOENT) {
-		proc_fd_path(proc, fd);
+		local_proc_path(proc, fd);
 		rc = linkat(AT_FDCWD, proc, dirfd, newname, AT_SYMLINK_FOLLOW);
 		if (rc < 0)
 			rc = -errno;
 	}
 	if (rc == 0 && fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 		rc = -errno;
-	unpin2(node, newparent);
+	local_unpin2(node, newparent);
 	return rc;
 }
 
 static int local_unlink(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name)
 {
-	int fd, rc = pin_as(cred, parent, &fd);
+	int fd, rc = local_pin_as(cred, parent, &fd);
 
 	if (rc)
 		return rc;
@@ -522,7 +482,7 @@ static int local_unlink(void *loc, const struct ff_cred *cred, ff_node *parent, 
 
 static int local_rmdir(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name)
 {
-	int fd, rc = pin_as(cred, parent, &fd);
+	int fd, rc = local_pin_as(cred, parent, &fd);
 
 	if (rc)
 		return rc;
@@ -538,11 +498,11 @@ static int local_rename(void *loc, const struct ff_cred *cred, ff_node *parent, 
 
 	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
 		return -EINVAL;
-	rc = pin2_as(cred, parent, &fd, newparent, &newfd);
+	rc = local_pin2_as(cred, parent, &fd, newparent, &newfd);
 	if (rc)
 		return rc;
 	rc = renameat2(fd, name, newfd, newname, flags) < 0 ? -errno : 0;
-	unpin2(parent, newparent);
+	local_unpin2(parent, newparent);
 	return rc;
 }
 
@@ -563,7 +523,7 @@ static int local_open(void *loc, const struct ff_cred *cred, ff_node *node, int 
 	if (node_type(node) != S_IFREG)
 		return -ENXIO;
 
-	rc = pin_by_proc(cred, node, &fd, proc);
+	rc = local_pin_by_proc(cred, node, &fd, proc);
 	if (rc)
 		return rc;
 	/* Reopen the node itself; the kernel checks the access mode as the caller. O_NOFOLLOW
@@ -571,7 +531,7 @@ static int local_open(void *loc, const struct ff_cred *cred, ff_node *node, int 
 	 * comes in FUSE's buffers, which direct I/O would refuse as unaligned (backend.h). */
 	flags = (flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL | O_DIRECT)) | O_CLOEXEC;
 	fd = open(proc, flags);
-	if (fd < 0 && out_of_fds())
+	if (fd < 0 && local_out_of_fds())
 		fd = open(proc, flags);
 	rc = -errno;
 	local_node_unpin(node);
@@ -594,12 +554,12 @@ static int local_lock_fd(void *loc, ff_node *node)
 
 	if (node_type(node) != S_IFREG)
 		return -EINVAL;
-	rc = pin_by_proc(NULL, node, &fd, proc);
+	rc = local_pin_by_proc(NULL, node, &fd, proc);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < G_N_ELEMENTS(modes); i++) {
 		fd = open(proc, modes[i] | O_CLOEXEC | O_NOCTTY);
-		if (fd < 0 && out_of_fds())
+		if (fd < 0 && local_out_of_fds())
 			fd = open(proc, modes[i] | O_CLOEXEC | O_NOCTTY);
 		if (fd >= 0) {
 			rc = fd;
@@ -618,13 +578,13 @@ static int local_create(void *loc, const struct ff_cred *cred, ff_node *parent, 
 	struct local_file *f;
 	int dirfd, fd, pathfd, rc;
 
-	rc = pin_as(cred, parent, &dirfd);
+	rc = local_pin_as(cred, parent, &dirfd);
 	if (rc)
 		return rc;
 	mode = local_create_mode(mode, cred->umask);
 	flags = (flags & ~O_DIRECT) | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
 	fd = openat(dirfd, name, flags, mode & 07777);
-	if (fd < 0 && out_of_fds())
+	if (fd < 0 && local_out_of_fds())
 		fd = openat(dirfd, name, flags, mode & 07777);
 	rc = -errno;
 	local_node_unpin(parent);
@@ -633,13 +593,13 @@ static int local_create(void *loc, const struct ff_cred *cred, ff_node *parent, 
 
 	/* The node's O_PATH descriptor, from the open file rather than the name, which another
 	 * process could already have replaced. */
-	proc_fd_path(proc, fd);
+	local_proc_path(proc, fd);
 	pathfd = open(proc, O_PATH | O_CLOEXEC);
 	if (pathfd < 0) {
 		rc = -errno;
 		goto out_close;
 	}
-	rc = node_from_fd(pathfd, node, st);
+	rc = local_node_from_fd(pathfd, node, st);
 	if (rc)
 		goto out_close;
 
@@ -655,7 +615,7 @@ out_close:
 
 static ssize_t local_read(void *loc, ff_fh *fh, void *buf, size_t size, off_t off)
 {
-	int fd = fh_fd(fh);
+	int fd = local_fh_fd(fh);
 	size_t done = 0;
 
 	/* Short only at end of file: finish a read cut by a signal or by the filesystem. */
@@ -679,7 +639,7 @@ static ssize_t local_read(void *loc, ff_fh *fh, void *buf, size_t size, off_t of
 static ssize_t local_write(void *loc, const struct ff_cred *cred, ff_fh *fh, const void *buf,
 			   size_t size, off_t off)
 {
-	int fd = fh_fd(fh);
+	int fd = local_fh_fd(fh);
 	size_t done = 0;
 	int rc = local_become(cred); /* the writer's CAP_FSETID and groups decide setid bits */
 
@@ -706,14 +666,14 @@ static ssize_t local_write(void *loc, const struct ff_cred *cred, ff_fh *fh, con
 
 static int local_handle_fd(void *loc, ff_fh *fh)
 {
-	return fh_fd(fh);
+	return local_fh_fd(fh);
 }
 
 static int local_flush(void *loc, ff_fh *fh)
 {
 	/* Closing a duplicate runs the filesystem's flush for this descriptor without losing the
 	 * handle: errors deferred until close (NFS-backed directories) surface here. */
-	int fd = dup(fh_fd(fh));
+	int fd = dup(local_fh_fd(fh));
 
 	if (fd < 0)
 		return -errno;
@@ -722,7 +682,7 @@ static int local_flush(void *loc, ff_fh *fh)
 
 static int local_fsync(void *loc, ff_fh *fh, int datasync)
 {
-	int rc = datasync ? fdatasync(fh_fd(fh)) : fsync(fh_fd(fh));
+	int rc = datasync ? fdatasync(local_fh_fd(fh)) : fsync(local_fh_fd(fh));
 
 	return rc < 0 ? -errno : 0;
 }
@@ -743,12 +703,12 @@ static int local_fallocate(void *loc, const struct ff_cred *cred, ff_fh *fh, int
 
 	if (rc)
 		return rc;
-	return fallocate(fh_fd(fh), mode, off, len) < 0 ? -errno : 0;
+	return fallocate(local_fh_fd(fh), mode, off, len) < 0 ? -errno : 0;
 }
 
 static off_t local_lseek(void *loc, ff_fh *fh, off_t off, int whence)
 {
-	off_t res = lseek(fh_fd(fh), off, whence);
+	off_t res = lseek(local_fh_fd(fh), off, whence);
 
 	return res < 0 ? -errno : res;
 }
@@ -762,235 +722,20 @@ static ssize_t local_copy_file_range(void *loc, const struct ff_cred *cred, ff_f
 
 	if (rc)
 		return rc;
-	n = copy_file_range(fh_fd(fh_in), &off_in, fh_fd(fh_out), &off_out, len, flags);
+	n = copy_file_range(local_fh_fd(fh_in), &off_in, local_fh_fd(fh_out), &off_out, len, flags);
 
 	return n < 0 ? -errno : n;
-}
-
-/* ---- directories ------------------------------------------------------------------------ */
-
-static int local_opendir(void *loc, const struct ff_cred *cred, ff_node *node, ff_dh **dh)
-{
-	char proc[PROC_FD_LEN];
-	struct local_dir *d;
-	DIR *dp;
-	int fd, rc;
-
-	rc = pin_by_proc(cred, node, &fd, proc);
-	if (rc)
-		return rc;
-	/* A readable descriptor of the node itself, read permission checked as the caller;
-	 * ENOTDIR for anything but a directory. Not openat(fd, "."), which also wants search
-	 * permission on the directory: `ls` of an r-- directory works natively. */
-	fd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 && out_of_fds())
-		fd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	rc = -errno;
-	local_node_unpin(node);
-	if (fd < 0)
-		return rc;
-	dp = fdopendir(fd);
-	if (!dp) {
-		rc = -errno;
-		goto out_close;
-	}
-
-	d = g_new0(struct local_dir, 1);
-	g_mutex_init(&d->lock);
-	d->fd = fd;
-	d->dp = dp;
-	d->pos = 0;
-	*dh = (ff_dh *)d;
-	return 0;
-
-out_close:
-	close(fd);
-	return rc;
-}
-
-static int local_readdir(void *loc, const struct ff_cred *cred, ff_node *node, ff_dh *dh, off_t off,
-			 bool plus, ff_fill_fn fill, void *buf)
-{
-	struct local_dir *d = (struct local_dir *)dh;
-	int rc;
-
-	rc = local_become(cred);
-	if (rc)
-		return rc;
-
-	g_mutex_lock(&d->lock);
-	/* Anywhere but where the stream stands (a restart, a seek, a resumption after an entry
-	 * the last call could not hand out and that the kernel asks for again), seek: offsets are
-	 * the filesystem's own cookies (d_off). */
-	if (off != d->pos) {
-		if (off == 0)
-			rewinddir(d->dp);
-		else
-			seekdir(d->dp, off);
-		d->pos = off;
-		d->pending = NULL;
-	}
-
-	for (;;) {
-		struct dirent *de = d->pending;
-		ff_node *child = NULL;
-		struct stat st;
-
-		if (!de) {
-			errno = 0;
-			de = readdir(d->dp);
-			if (!de) {
-				rc = -errno; /* 0 at the end */
-				break;
-			}
-			d->pending = de;
-		}
-
-		if (is_dot_or_dotdot(de->d_name))
-			goto next;
-
-		/* A file's attributes cost one call, its node two more (open, and close when the
-		 * core has the file already): a file goes by name first, with a node only when
-		 * the core asks for one. Its descriptor keeps an object the core holds from
-		 * giving its (st_dev, st_ino) to another. */
-		rc = FF_FILL_WANT_NODE;
-		if (plus && de->d_type == DT_REG &&
-		    fstatat(d->fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISREG(st.st_mode))
-			rc = fill(buf, de->d_name, &st, de->d_off, NULL, true);
-		if (rc == FF_FILL_WANT_NODE) {
-			if (plus && node_at(d->fd, de->d_name, &child, &st) == -ENOENT)
-				goto next; /* removed since it was listed */
-			if (!child) {
-				/* Plain mode, or a plus entry that cannot be looked up (no search
-				 * permission on the directory, out of descriptors...): the name
-				 * without a node, as getdents gives it; a lookup will report why. */
-				memset(&st, 0, sizeof(st));
-				st.st_ino = de->d_ino;
-				st.st_mode = DTTOIF(de->d_type); /* 0 for DT_UNKNOWN */
-			}
-			rc = fill(buf, de->d_name, &st, de->d_off, child, false); /* takes child */
-		}
-		if (rc == FF_FILL_FULL) {
-			rc = 0; /* full: the entry stays pending, at d->pos */
-			break;
-		}
-		if (rc < 0)
-			break;
-next:
-		d->pending = NULL;
-		d->pos = de->d_off;
-	}
-	g_mutex_unlock(&d->lock);
-	return rc;
-}
-
-static int local_releasedir(void *loc, ff_dh *dh)
-{
-	struct local_dir *d = (struct local_dir *)dh;
-	int rc = closedir(d->dp) < 0 ? -errno : 0;
-
-	g_mutex_clear(&d->lock);
-	g_free(d);
-	return rc;
-}
-
-static int local_fsyncdir(void *loc, ff_dh *dh, int datasync)
-{
-	struct local_dir *d = (struct local_dir *)dh;
-	int rc = datasync ? fdatasync(d->fd) : fsync(d->fd);
-
-	return rc < 0 ? -errno : 0;
 }
 
 /* ---- whole location --------------------------------------------------------------------- */
 
 static int local_statfs(void *loc, const struct ff_cred *cred, ff_node *node, struct statvfs *st)
 {
-	int fd, rc = pin_as(cred, node, &fd);
+	int fd, rc = local_pin_as(cred, node, &fd);
 
 	if (rc)
 		return rc;
 	rc = fstatvfs(fd, st) < 0 ? -errno : 0;
-	local_node_unpin(node);
-	return rc;
-}
-
-/* ---- extended attributes ---------------------------------------------------------------- */
-
-/* Through /proc/self/fd/N the *xattr() calls reach the node (the l*xattr() ones would reach the
- * magic link). That cannot reach a symlink node's own attributes, so symlinks answer as Linux
- * does for user.* on a symlink: nothing there, and no setting it. */
-static bool is_user_xattr(const char *name)
-{
-	return strncmp(name, "user.", 5) == 0;
-}
-
-static int local_setxattr(void *loc, const struct ff_cred *cred, ff_node *node, const char *name,
-			  const void *value, size_t size, int flags)
-{
-	char proc[PROC_FD_LEN];
-	int fd, rc;
-
-	if (node_type(node) == S_IFLNK)
-		return is_user_xattr(name) ? -EPERM : -EOPNOTSUPP;
-	rc = pin_by_proc(cred, node, &fd, proc);
-	if (rc)
-		return rc;
-	rc = setxattr(proc, name, value, size, flags) < 0 ? -errno : 0;
-	local_node_unpin(node);
-	return rc;
-}
-
-static ssize_t local_getxattr(void *loc, const struct ff_cred *cred, ff_node *node,
-			      const char *name, void *buf, size_t size)
-{
-	char proc[PROC_FD_LEN];
-	ssize_t len;
-	int fd, rc;
-
-	if (node_type(node) == S_IFLNK)
-		return -ENODATA;
-	rc = pin_by_proc(cred, node, &fd, proc);
-	if (rc)
-		return rc;
-	len = getxattr(proc, name, buf, size);
-	if (len < 0)
-		len = -errno;
-	local_node_unpin(node);
-	return len;
-}
-
-static ssize_t local_listxattr(void *loc, const struct ff_cred *cred, ff_node *node, char *buf,
-			       size_t size)
-{
-	char proc[PROC_FD_LEN];
-	ssize_t len;
-	int fd, rc;
-
-	if (node_type(node) == S_IFLNK)
-		return 0;
-	rc = pin_by_proc(cred, node, &fd, proc);
-	if (rc)
-		return rc;
-	len = listxattr(proc, buf, size);
-	if (len < 0)
-		len = -errno;
-	local_node_unpin(node);
-	return len;
-}
-
-static int local_removexattr(void *loc, const struct ff_cred *cred, ff_node *node, const char *name)
-{
-	char proc[PROC_FD_LEN];
-	int fd, rc;
-
-	if (node_type(node) == S_IFLNK)
-		return is_user_xattr(name) ? -EPERM : -EOPNOTSUPP;
-	rc = pin_by_proc(cred, node, &fd, proc);
-	if (rc)
-		return rc;
-	rc = removexattr(proc, name) < 0 ? -errno : 0;
 	local_node_unpin(node);
 	return rc;
 }
