@@ -12,6 +12,7 @@ import errno
 import os
 import re
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -212,6 +213,14 @@ def is_mounted(path):
     return False
 
 
+def default_stop_signals():
+    """In the daemon's child before exec: SIGINT and SIGQUIT as a terminal gives them. A test
+    run started in the background by a non-interactive shell inherits them ignored, and libfuse
+    (rightly) leaves an ignored signal alone, so Ctrl-C would not stop the daemon."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
 class Mount:
     """One running daemon. start() mounts, stop() unmounts and checks the exit and the log."""
 
@@ -244,7 +253,8 @@ class Mount:
             logf.write(("# " + " ".join(args) + "\n").encode())
             logf.flush()
             self.proc = subprocess.Popen(args, env=daemon_env(), stdin=subprocess.DEVNULL,
-                                         stdout=logf, stderr=subprocess.STDOUT)
+                                         stdout=logf, stderr=subprocess.STDOUT,
+                                         preexec_fn=default_stop_signals)
         deadline = time.monotonic() + MOUNT_TIMEOUT
         while not os.path.ismount(self.mnt):
             if self.proc.poll() is not None:
