@@ -4,7 +4,6 @@
  * what is done to it.
  */
 #include <errno.h>
-#include <malloc.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 #include "fedfuse/inode.h"
 #include "fedfuse/mount.h"
 #include "fedfuse/log.h"
+#include "fedfuse/memory.h"
 #include "fedfuse/notify.h"
 #include "fedfuse/plugins.h"
 
@@ -19,8 +19,6 @@
 #define BACKOFF_MAX 60.0
 
 #define CONNECTORS 4
-
-#define TRIM_AFTER 256 /* mounts freed in one pass */
 
 struct ff_mounts {
 	GMutex lock; /* guards the fields up to `connect_queue` and every mount's refs == 0 */
@@ -163,7 +161,6 @@ static void mount_free(struct ff_mount *m)
 static gpointer prober(gpointer data)
 {
 	struct ff_mounts *mounts = data;
-	guint freed = 0; /* mounts freed since the last malloc_trim() */
 
 	g_mutex_lock(&mounts->prober_lock);
 	while (!mounts->stopping) {
@@ -206,14 +203,9 @@ static gpointer prober(gpointer data)
 		g_ptr_array_free(due, TRUE);
 		for (guint i = 0; i < done->len; i++)
 			mount_free(done->pdata[i]);
-		/* After many (the kernel forgot a tree of junctions), or at the end of a burst:
-		 * give the memory back, which malloc would otherwise keep in its arenas. */
-		freed += done->len;
-		if (freed >= TRIM_AFTER || (freed && !done->len)) {
-			malloc_trim(0);
-			freed = 0;
-		}
+		ff_memory_freed(done->len);
 		g_ptr_array_free(done, TRUE);
+		ff_memory_trim_if_due();
 		g_mutex_lock(&mounts->prober_lock);
 		if (!mounts->stopping)
 			g_cond_wait_until(&mounts->prober_cond, &mounts->prober_lock,

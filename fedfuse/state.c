@@ -10,10 +10,12 @@
 #include "fedfuse/fedfuse.h"
 #include "fedfuse/gateway.h"
 #include "fedfuse/log.h"
+#include "fedfuse/memory.h"
 #include "fedfuse/plugins.h"
 
 static void release_inode(struct ff_inode *inode, void *data)
 {
+	ff_memory_freed(1);
 	if (!inode->mnt)
 		return;
 	if (inode->bnode)

@@ -4,7 +4,8 @@
 The daemon runs with RLIMIT_NOFILE 4096 that it cannot raise (no CAP_SYS_RESOURCE), as in a
 container. The kernel caches far more inodes than that while `find` walks 100,000 files or
 100,000 junctions; every one must still be listed and read, no caller may see EMFILE, and once
-the kernel forgets them (drop caches) the daemon gives back its mounts and memory.
+the kernel forgets them (drop caches) the daemon gives back its mounts, its descriptors and at
+least half of the memory the walk took.
 """
 import os
 import re
@@ -48,8 +49,23 @@ def sanitized(m):
         return "libasan" in f.read()
 
 
-def memory_back(m, base_kib):
-    return sanitized(m) or daemon_rss_kib(m) < base_kib + 64 * 1024
+def memory_back(m, base_kib, peak_kib):
+    """Once everything is forgotten, the daemon gives back at least half of the memory the walk
+    took (what it frees goes back to malloc, which is trimmed; malloc keeps some of it
+    fragmented). Polled: the last mounts are freed, and malloc trimmed, after their linger."""
+    if sanitized(m):
+        return True
+    return wait_until(lambda: daemon_rss_kib(m) <= base_kib + (peak_kib - base_kib) / 2,
+                      timeout=15, interval=0.5)
+
+
+def warm_base(m, sample):
+    """The daemon's RSS once a small walk (`sample`, a few entries) has started the worker
+    threads and their buffers, and the kernel forgot it again: what the big walk adds to this is
+    the memory it costs."""
+    find_files(sample)
+    forgotten(m, inodes_at_most=1000)
+    return daemon_rss_kib(m)
 
 
 def stat_value(mnt, name):
@@ -83,8 +99,8 @@ def test_find_100k_files_under_fd_limit(mount_factory, tmp_path):
     m = mount_factory(referrals=[("/big", [f"file://{data}"])], wrapper=WRAPPER,
                       hang_timeout=HANG_TIMEOUT).start()
     assert daemon_limit(m) == FD_LIMIT  # it could not raise its limit
-    base_rss = daemon_rss_kib(m)
     top = os.path.join(m.mnt, "big")
+    base_rss = warm_base(m, os.path.join(top, "d0"))
 
     lines, err, rc = find_files(top)
     assert err == "" and rc == 0
@@ -99,10 +115,11 @@ def test_find_100k_files_under_fd_limit(mount_factory, tmp_path):
         for f in (0, 500, 999):
             with open(os.path.join(top, f"d{d}", f"f{f}"), "rb") as fh:
                 assert fh.read() == b""
+    peak_rss = daemon_rss_kib(m)
 
     assert forgotten(m, inodes_at_most=1000)
     assert daemon_fds(m) < 200
-    assert memory_back(m, base_rss)
+    assert memory_back(m, base_rss, peak_rss)
 
 
 def test_100k_junctions_under_fd_limit(mount_factory, tmp_path):
@@ -122,22 +139,24 @@ def test_100k_junctions_under_fd_limit(mount_factory, tmp_path):
     m = mount_factory(referrals=[("/j", [f"file://{holder}"])], wrapper=WRAPPER,
                       hang_timeout=HANG_TIMEOUT).start()
     assert daemon_limit(m) == FD_LIMIT
-    base_rss = daemon_rss_kib(m)
     top = os.path.join(m.mnt, "j")
+    base_rss = warm_base(m, os.path.join(top, "j0"))
 
     # Walked with find: every junction's file is found...
     lines, err, rc = find_files(top)
     assert err == "" and rc == 0
     assert len(lines) == n
-    # ...more junction mounts than there are inode-number indexes, all live at once...
-    assert stat_value(m.mnt, "mounts") > 0xfffe
+    # ...many junction mounts live at once, more than the daemon may open descriptors (the
+    # kernel keeps what it can of the walk; more than 0xfffe mounts at once: test_mount)...
+    assert stat_value(m.mnt, "mounts") > FD_LIMIT
     assert daemon_fds(m) < FD_LIMIT
     # ...and read, each through its own junction.
     for i in range(n):
         with open(os.path.join(top, f"j{i}", "f")) as f:
             assert f.read() == f"{i}\n"
     assert daemon_fds(m) < FD_LIMIT
+    peak_rss = daemon_rss_kib(m)
 
     assert forgotten(m, inodes_at_most=1000, mounts_at_most=10)
     assert daemon_fds(m) < 200
-    assert memory_back(m, base_rss)
+    assert memory_back(m, base_rss, peak_rss)
