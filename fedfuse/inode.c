@@ -270,13 +270,14 @@ static struct ff_inode *insert_locked(struct ff_itab *itab, uint64_t ino)
 }
 
 struct ff_inode *ff_itab_intern(struct ff_itab *itab, struct ff_mount *mnt, uint16_t mnt_index,
-				dev_t dev, ino_t bino, ff_node *bnode, mode_t type, bool *created)
+				dev_t dev, ino_t bino, ff_node *bnode, mode_t type, bool one_node,
+				bool *created)
 {
 	struct ff_inode *inode;
 
 	g_mutex_lock(&itab->lock);
 	inode = find_locked(itab, mnt, mnt_index, dev, bino);
-	if (inode && !still_names(inode, type)) {
+	if (inode && (!still_names(inode, type) || (one_node && inode->bnode != bnode))) {
 		retire_locked(itab, inode);
 		inode = NULL;
 	}

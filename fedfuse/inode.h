@@ -131,9 +131,13 @@ struct ff_inode *ff_itab_get(struct ff_itab *itab, uint64_t ino);
 
 /* The inode for object (mnt, dev, bino), counting one lookup. If it exists, *created is
  * false and the caller still owns `bnode` (to forget or relink); otherwise a new inode takes
- * `mnt`, `bnode` and `type`. */
+ * `mnt`, `bnode` and `type`. With `one_node`, an inode that holds a node other than `bnode` is
+ * not that object (a directory of a path-named backend has one name: its identity at another
+ * path is another directory, which the server gave the number of one removed behind the
+ * mount's back); it is retired like one whose object was removed. */
 struct ff_inode *ff_itab_intern(struct ff_itab *itab, struct ff_mount *mnt, uint16_t mnt_index,
-				dev_t dev, ino_t bino, ff_node *bnode, mode_t type, bool *created);
+				dev_t dev, ino_t bino, ff_node *bnode, mode_t type, bool one_node,
+				bool *created);
 
 /* A pinned namespace-only inode: `ino` FF_INO_ROOT or a control inode, or 0 to number it by
  * `ns_path` (the same path always gets the same number). Counts one lookup. Its place in the

@@ -82,9 +82,10 @@ static void fill_entry(struct ff_inode *inode, const struct stat *st, double tim
 static struct ff_inode *intern(struct ff_state *s, struct ff_mount *mnt, ff_node *bnode,
 			       const struct stat *st)
 {
+	bool one_node = S_ISDIR(st->st_mode) && (mnt->be->caps & FF_CAP_PATH_NODES);
 	bool created;
 	struct ff_inode *inode = ff_itab_intern(s->itab, mnt, mnt->index, st->st_dev, st->st_ino,
-						bnode, st->st_mode, &created);
+						bnode, st->st_mode, one_node, &created);
 
 	if (created) {
 		ff_mount_ref(mnt); /* the inode's, dropped when it is released */

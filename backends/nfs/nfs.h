@@ -43,6 +43,8 @@ struct nfs_ident {
 };
 
 struct nfs_credset;
+struct nfs4_client;
+struct nfs4_file;
 
 /* One libnfs context: one connection, one mount, one AUTH_SYS identity. */
 struct nfs_conn {
@@ -61,6 +63,7 @@ struct nfs_conn {
 	 * handles have that file open on this context. */
 	GSList *orphans;
 	GHashTable *opens;
+	struct nfs4_client *v4client; /* NFSv4 OPEN state of our own (nfs_v4_file.c), or NULL */
 };
 
 struct nfs_pool {
@@ -222,6 +225,8 @@ int nfs_map_error(struct nfs_context *nfs, int rc);
 /* -errno for an NFSv3 or NFSv4 status number. */
 int nfs3_status_errno(int status);
 int nfs4_status_errno(int status);
+/* The name of an NFSv4 status without its NFS4ERR_ prefix ("NOENT"). */
+const char *nfs4_status_name(int status);
 /* Does this NFSv4 error mean an open stateid is no longer good (reopen and retry)? */
 bool nfs_error_lost_state(struct nfs_context *nfs);
 
@@ -283,10 +288,10 @@ int nfs4_getattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
  * 4.0 which OPENs the object first; times with nanoseconds or the server's clock. */
 int nfs4_setattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
 		 const struct stat *attr, unsigned int to_set, struct stat *st);
-/* CREATE of a fifo, socket or device node (libnfs 4.0 makes devices only); `st` gets the new
- * object's attributes. */
-int nfs4_mknod(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, mode_t mode,
-	       dev_t rdev, struct stat *st);
+/* CREATE of anything but a regular file: a directory, a symlink to `target`, a fifo, socket or
+ * device node (libnfs 4.0 makes no fifos); `st` gets the new object's attributes. */
+int nfs4_create(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, mode_t mode,
+		dev_t rdev, const char *target, struct stat *st);
 /* The target of a symlink; libnfs 4.0 returns it with garbage after it (no terminating NUL). */
 ssize_t nfs4_readlink(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, char *buf,
 		      size_t size);
@@ -303,10 +308,33 @@ int nfs4_readdir(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
 /* LINK of the object at `path` itself (never following a symlink) as `newname` in `newdir`. */
 int nfs4_link(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, const char *newdir,
 	      const char *newname);
-/* Write through NFS4_WRITE_CHUNK-byte WRITEs, NFS4_WRITE_DEPTH of them in flight. */
-ssize_t nfs4_pwrite_chunked(struct nfs_context *nfs, struct nfsfh *fh, uint64_t off, size_t size,
-			    const void *buf, gint64 deadline);
+/* RENAME of `oldname` in `olddir` to `newname` in `newdir`. */
+int nfs4_rename(struct nfs_loc *loc, struct nfs_context *nfs, const char *olddir,
+		const char *oldname, const char *newdir, const char *newname);
 /* READDIR round trips made by nfs4_readdir(), for tests and statistics. */
 extern unsigned long nfs_stat_readdir_rpcs;
+
+/* ---- nfs_v4_file.c --------------------------------------------------------------------------- */
+
+/* OPEN `full` (below the server's root) on `conn` as the context's own open-owner: with
+ * `create`, make it (GUARDED4, -EEXIST when it exists) with `mode`; O_TRUNC of `flags` empties
+ * an existing file. `st` gets the file's attributes. */
+int nfs4_file_open(struct nfs_conn *conn, const char *full, int flags, bool create, mode_t mode,
+		   struct nfs4_file **f, struct stat *st);
+/* CLOSE and free. */
+int nfs4_file_close(struct nfs_conn *conn, struct nfs4_file *f);
+/* Free without a CLOSE (its context is gone). */
+void nfs4_file_free(struct nfs4_file *f);
+int nfs4_file_getattr(struct nfs_conn *conn, struct nfs4_file *f, struct stat *st);
+/* One READ of at most `size` bytes; returns what came (0 at the end). */
+ssize_t nfs4_file_read(struct nfs_conn *conn, struct nfs4_file *f, uint64_t off, size_t size,
+		       void *buf);
+/* Write through NFS4_WRITE_CHUNK-byte WRITEs, NFS4_WRITE_DEPTH of them in flight; `sync`:
+ * FILE_SYNC4, else UNSTABLE4 (COMMIT follows). */
+ssize_t nfs4_file_write(struct nfs_conn *conn, struct nfs4_file *f, uint64_t off, size_t size,
+			const void *buf, bool sync, gint64 deadline);
+int nfs4_file_commit(struct nfs_conn *conn, struct nfs4_file *f);
+/* Free a context's client identity. */
+void nfs4_client_free(struct nfs4_client *cl);
 
 #endif /* FEDFUSE_NFS_H */

@@ -132,6 +132,14 @@ int nfs4_status_errno(int status)
 	return -EIO;
 }
 
+const char *nfs4_status_name(int status)
+{
+	for (size_t i = 0; i < G_N_ELEMENTS(nfs_statuses); i++)
+		if (nfs_statuses[i].v4 == status)
+			return nfs_statuses[i].name;
+	return "SERVERFAULT";
+}
+
 static const char *last_of(const char *msg, const char *prefix)
 {
 	const char *p = NULL, *q = msg;

@@ -3,7 +3,9 @@
  * nfs_file.c - open files of the NFS backend: open, create, read, write (NFSv4 writes split by
  * nfs4_pwrite_chunked()), flush (COMMIT), fsync and release.
  *
- * File handles: a struct nfsfh belongs to the context that opened it, so a handle remembers its
+ * NFSv3 files are libnfs handles; NFSv4 files have OPEN state of our own (nfs_v4_file.c).
+ *
+ * File handles: an open file belongs to the context that opened it, so a handle remembers its
  * context, holds a reference on it, and leases that context for each operation (its own mutex
  * serialises the handle). When the context is retired (connection broken, NFSv4 state lost), the
  * handle reopens its file by path on a fresh context: NFSv3 handles are stateless, and NFSv4 opens
@@ -18,9 +20,10 @@
 #include "backends/nfs/nfs.h"
 
 struct nfs_handle {
-	GMutex lock;	       /* serialises every use of the handle */
-	struct nfs_conn *conn; /* owns fh; a reference; NULL after a failed reopen */
-	struct nfsfh *fh;
+	GMutex lock;		  /* serialises every use of the handle */
+	struct nfs_conn *conn;	  /* owns fh or f4; a reference; NULL after a failed reopen */
+	struct nfsfh *fh;	  /* NFSv3 */
+	struct nfs4_file *f4;	  /* NFSv4 */
 	struct ff_pathnode *node; /* a reference: the path to reopen */
 	struct nfs_ident ident;	  /* who opened it */
 	int flags;		  /* O_ACCMODE | O_SYNC, for reopening */
@@ -31,15 +34,20 @@ struct nfs_handle {
 
 /* ---- file handles ---------------------------------------------------------------------------- */
 
-/* After opening `path` with O_TRUNC: libnfs 4.0 truncates only when opening for writing, Linux
- * also for O_RDONLY (the kernel has checked that the caller may write). */
-static int open_truncate(struct nfs_op *op, const char *path, int flags)
+/* After opening `path` (NFSv3) with O_TRUNC: libnfs 4.0 truncates only when opening for
+ * writing, Linux also for O_RDONLY (the kernel has checked that the caller may write). Closes
+ * `fh` on failure. */
+static int open_truncate(struct nfs_op *op, const char *path, int flags, struct nfsfh *fh)
 {
 	struct stat attr = { .st_size = 0 }, st;
+	int rc;
 
 	if (!(flags & O_TRUNC) || (flags & O_ACCMODE) != O_RDONLY)
 		return 0;
-	return nfs_setattr_path(op, path, &attr, FF_SET_SIZE, &st);
+	rc = nfs_setattr_path(op, path, &attr, FF_SET_SIZE, &st);
+	if (rc)
+		nfs_close(op->nfs, fh);
+	return rc;
 }
 
 static int open_flags(int flags)
@@ -62,10 +70,13 @@ static int handle_begin(struct nfs_loc *loc, struct nfs_handle *h, gint64 deadli
 			return rc;
 		/* retired: its fh goes with it (closing it would only wait on a dead server) */
 		nfs_conn_opened(h->conn, h->node, false);
-		nfs_conn_orphan(h->conn, h->fh);
+		if (h->fh)
+			nfs_conn_orphan(h->conn, h->fh);
+		nfs4_file_free(h->f4);
 		nfs_conn_unref(h->conn);
 		h->conn = NULL;
 		h->fh = NULL;
+		h->f4 = NULL;
 	}
 	path = nfs_pnode_path(loc, h->node, NULL);
 	if (!path)
@@ -78,17 +89,25 @@ static int handle_begin(struct nfs_loc *loc, struct nfs_handle *h, gint64 deadli
 		rc = nfs_conn_get(loc, &h->ident, deadline, h->node, &conn);
 		if (rc)
 			break;
-		rc = nfs_open(conn->nfs, path, open_flags(h->flags), &h->fh);
+		if (loc->version == 4) {
+			char *full = nfs_v4_path(loc, path);
+
+			rc = nfs4_file_open(conn, full, h->flags, false, 0, &h->f4, NULL);
+			g_free(full);
+		} else {
+			rc = nfs_open(conn->nfs, path, open_flags(h->flags), &h->fh);
+			rc = rc < 0 ? nfs_map_error(conn->nfs, rc) : 0;
+		}
 		if (rc == 0) {
 			nfs_conn_ref(conn);
 			nfs_conn_opened(conn, h->node, true);
 			h->conn = conn;
 			break;
 		}
-		rc = nfs_map_error(conn->nfs, rc);
 		lost = nfs_error_lost_state(conn->nfs);
 		nfs_conn_put(conn, rc);
 		h->fh = NULL;
+		h->f4 = NULL;
 		if (!lost)
 			break;
 	}
@@ -107,7 +126,8 @@ static bool handle_end(struct nfs_handle *h, int rc)
 }
 
 static struct nfs_handle *handle_new(struct nfs_loc *loc, struct nfs_conn *conn, struct nfsfh *fh,
-				     ff_node *node, const struct ff_cred *cred, int flags)
+				     struct nfs4_file *f4, ff_node *node,
+				     const struct ff_cred *cred, int flags)
 {
 	struct nfs_handle *h = g_new0(struct nfs_handle, 1);
 
@@ -115,6 +135,7 @@ static struct nfs_handle *handle_new(struct nfs_loc *loc, struct nfs_conn *conn,
 	h->conn = conn;
 	nfs_conn_ref(conn);
 	h->fh = fh;
+	h->f4 = f4;
 	h->node = nfs_pnode(node);
 	ff_pathtree_ref(loc->tree, h->node);
 	nfs_conn_opened(conn, h->node, true);
@@ -128,7 +149,8 @@ int nfs_open_file(void *l, const struct ff_cred *cred, ff_node *node, int flags,
 {
 	struct nfs_loc *loc = l;
 	char *path = nfs_node_path(loc, node, NULL);
-	struct nfsfh *fh;
+	struct nfs4_file *f4 = NULL;
+	struct nfsfh *fh = NULL;
 	struct nfs_op op;
 	int rc;
 
@@ -142,19 +164,21 @@ int nfs_open_file(void *l, const struct ff_cred *cred, ff_node *node, int flags,
 		rc = nfs_op_begin_avoid(&op, loc, cred, nfs_pnode(node));
 		if (rc)
 			break;
-		rc = nfs_open(op.nfs, path, open_flags(flags) | (flags & O_TRUNC), &fh);
+		if (loc->version == 4) {
+			char *full = nfs_v4_path(loc, path);
+
+			rc = nfs4_file_open(op.conn, full, flags, false, 0, &f4, NULL);
+			g_free(full);
+		} else {
+			rc = nfs_open(op.nfs, path, open_flags(flags) | (flags & O_TRUNC), &fh);
+			rc = rc < 0 ? nfs_map_error(op.nfs, rc)
+				    : open_truncate(&op, path, flags, fh);
+		}
 		if (rc == 0) {
-			rc = open_truncate(&op, path, flags);
-			if (rc) {
-				nfs_close(op.nfs, fh);
-				nfs_op_end(&op, rc);
-				break;
-			}
-			*fhp = (ff_fh *)handle_new(loc, op.conn, fh, node, cred, flags);
+			*fhp = (ff_fh *)handle_new(loc, op.conn, fh, f4, node, cred, flags);
 			nfs_op_end(&op, 0);
 			break;
 		}
-		rc = nfs_map_error(op.nfs, rc);
 		lost = nfs_error_lost_state(op.nfs);
 		nfs_op_end(&op, rc);
 		if (!lost)
@@ -164,8 +188,8 @@ int nfs_open_file(void *l, const struct ff_cred *cred, ff_node *node, int flags,
 	return rc;
 }
 
-/* Attributes of an open file: through its handle on NFSv3 (no path walk, and it works for an
- * unlinked file); by path on NFSv4, whose libnfs attributes lack fsid. */
+/* Attributes of an open file, through its handle: no path walk, and it works for an unlinked
+ * file. */
 int nfs_handle_getattr(struct nfs_loc *loc, struct nfs_handle *h, struct stat *st)
 {
 	gint64 deadline = nfs_deadline(loc);
@@ -176,10 +200,14 @@ int nfs_handle_getattr(struct nfs_loc *loc, struct nfs_handle *h, struct stat *s
 	rc = handle_begin(loc, h, deadline);
 	if (rc)
 		goto out_unlock;
-	rc = nfs_fstat64(h->conn->nfs, h->fh, &s);
-	rc = rc < 0 ? nfs_map_error(h->conn->nfs, rc) : 0;
-	if (rc == 0)
-		nfs_stat_from_libnfs(&s, st);
+	if (h->f4) {
+		rc = nfs4_file_getattr(h->conn, h->f4, st);
+	} else {
+		rc = nfs_fstat64(h->conn->nfs, h->fh, &s);
+		rc = rc < 0 ? nfs_map_error(h->conn->nfs, rc) : 0;
+		if (rc == 0)
+			nfs_stat_from_libnfs(&s, st);
+	}
 	handle_end(h, rc);
 out_unlock:
 	g_mutex_unlock(&h->lock);
@@ -191,9 +219,9 @@ int nfs_create_file(void *l, const struct ff_cred *cred, ff_node *parent, const 
 {
 	struct nfs_loc *loc = l;
 	char *path = nfs_node_path(loc, parent, name);
+	struct nfs4_file *f4 = NULL;
 	struct nfsfh *fh = NULL;
 	struct ff_pathnode *pn;
-	bool made = true;
 	ff_node *node;
 	struct nfs_op op;
 	int rc;
@@ -205,8 +233,30 @@ int nfs_create_file(void *l, const struct ff_cred *cred, ff_node *parent, const 
 	if (rc)
 		goto out_free;
 	/* Exclusive first: the kernel calls create() for names it believes absent. Without O_EXCL
-	 * an existing file is then opened as it is (libnfs 4.0's NFSv4 create fails EEXIST on it,
-	 * and NFSv3 UNCHECKED would apply our mode to it). */
+	 * an existing file is then opened as it is (NFSv3 UNCHECKED would apply our mode to it). */
+	if (loc->version == 4) {
+		char *full = nfs_v4_path(loc, path);
+
+		rc = nfs4_file_open(op.conn, full, flags, true, mode, &f4, st);
+		if (rc < 0 && nfs_error_lost_state(op.nfs)) { /* see nfs_open_file() */
+			nfs_op_end(&op, rc);
+			rc = nfs_op_begin_avoid(&op, loc, cred, pn);
+			if (rc == 0)
+				rc = nfs4_file_open(op.conn, full, flags, true, mode, &f4, st);
+			else
+				op.conn = NULL;
+		}
+		if (rc == -EEXIST && !(flags & O_EXCL))
+			rc = nfs4_file_open(op.conn, full, flags, false, 0, &f4, st);
+		g_free(full);
+		if (!op.conn)
+			goto out_free;
+		if (rc) {
+			nfs_op_end(&op, rc);
+			goto out_free;
+		}
+		goto out_made;
+	}
 	rc = nfs_create(op.nfs, path, open_flags(flags) | O_CREAT | O_EXCL, mode & 07777, &fh);
 	if (rc < 0 && nfs_error_lost_state(op.nfs)) { /* see nfs_open_file() */
 		nfs_op_end(&op, nfs_map_error(op.nfs, rc));
@@ -217,12 +267,10 @@ int nfs_create_file(void *l, const struct ff_cred *cred, ff_node *parent, const 
 				&fh);
 	}
 	if (rc == -EEXIST && !(flags & O_EXCL)) {
-		made = false;
 		rc = nfs_open(op.nfs, path, open_flags(flags) | (flags & O_TRUNC), &fh);
 		if (rc == 0) {
-			rc = open_truncate(&op, path, flags);
+			rc = open_truncate(&op, path, flags, fh);
 			if (rc) {
-				nfs_close(op.nfs, fh);
 				nfs_op_end(&op, rc);
 				goto out_free;
 			}
@@ -232,27 +280,15 @@ int nfs_create_file(void *l, const struct ff_cred *cred, ff_node *parent, const 
 		rc = nfs_op_end(&op, nfs_map_error(op.nfs, rc));
 		goto out_free;
 	}
-	if (made && loc->version == 4) {
-		/* libnfs 4.0 always creates NFSv4 files EXCLUSIVE4 (it tests `flags | O_EXCL`): no
-		 * mode is applied and the verifier is left in atime/mtime (dates in 2106). */
-		struct stat attr = { .st_mode = mode & 07777 };
-		char *full = nfs_v4_path(loc, path);
-
-		rc = nfs4_setattr(loc, op.nfs, full, &attr,
-				  FF_SET_MODE | FF_SET_ATIME | FF_SET_ATIME_NOW | FF_SET_MTIME |
-					  FF_SET_MTIME_NOW,
-				  st);
-		g_free(full);
-	} else {
-		rc = nfs_do_lstat(loc, op.nfs, path, st);
-	}
+	rc = nfs_do_lstat(loc, op.nfs, path, st);
 	if (rc) {
 		nfs_close(op.nfs, fh);
 		nfs_op_end(&op, rc);
 		goto out_free;
 	}
+out_made:
 	node = nfs_node_new(g_steal_pointer(&pn));
-	*fhp = (ff_fh *)handle_new(loc, op.conn, fh, node, cred, flags);
+	*fhp = (ff_fh *)handle_new(loc, op.conn, fh, f4, node, cred, flags);
 	*nodep = node;
 	nfs_op_end(&op, 0);
 out_free:
@@ -277,11 +313,18 @@ ssize_t nfs_read_file(void *l, ff_fh *fhv, void *buf, size_t size, off_t off)
 			break;
 		while (done < size) {
 			size_t chunk = MIN(size - done, h->conn->readmax);
-			int n = nfs_pread(h->conn->nfs, h->fh, (uint64_t)off + done, chunk,
-					  (char *)buf + done);
+			ssize_t n;
 
+			if (h->f4) {
+				n = nfs4_file_read(h->conn, h->f4, (uint64_t)off + done, chunk,
+						   (char *)buf + done);
+			} else {
+				n = nfs_pread(h->conn->nfs, h->fh, (uint64_t)off + done, chunk,
+					      (char *)buf + done);
+				n = n < 0 ? nfs_map_error(h->conn->nfs, (int)n) : n;
+			}
 			if (n < 0) {
-				rc = nfs_map_error(h->conn->nfs, n);
+				rc = n;
 				break;
 			}
 			if (n == 0)
@@ -301,6 +344,18 @@ static ssize_t write_locked(struct nfs_loc *loc, struct nfs_handle *h, const voi
 	struct nfs_context *nfs = h->conn->nfs;
 	int rc;
 
+	if (h->f4) {
+		if (h->append) {
+			struct stat st;
+
+			rc = nfs4_file_getattr(h->conn, h->f4, &st);
+			if (rc)
+				return rc;
+			off = st.st_size;
+		}
+		return nfs4_file_write(h->conn, h->f4, (uint64_t)off, size, buf,
+				       h->flags & (O_SYNC | O_DSYNC), deadline);
+	}
 	if (h->append) {
 		struct nfs_stat_64 s;
 
@@ -309,8 +364,6 @@ static ssize_t write_locked(struct nfs_loc *loc, struct nfs_handle *h, const voi
 			return nfs_map_error(nfs, rc);
 		off = (off_t)s.nfs_size;
 	}
-	if (loc->version == 4)
-		return nfs4_pwrite_chunked(nfs, h->fh, (uint64_t)off, size, buf, deadline);
 	/* libnfs splits an NFSv3 write by the server's wsize and keeps the pieces in flight. */
 	rc = nfs_pwrite(nfs, h->fh, (uint64_t)off, size, buf);
 	if (rc < 0)
@@ -349,8 +402,12 @@ static int commit_locked(struct nfs_loc *loc, struct nfs_handle *h)
 
 	if (rc)
 		return rc;
-	rc = nfs_fsync(h->conn->nfs, h->fh);
-	rc = rc < 0 ? nfs_map_error(h->conn->nfs, rc) : 0;
+	if (h->f4) {
+		rc = nfs4_file_commit(h->conn, h->f4);
+	} else {
+		rc = nfs_fsync(h->conn->nfs, h->fh);
+		rc = rc < 0 ? nfs_map_error(h->conn->nfs, rc) : 0;
+	}
 	handle_end(h, rc);
 	if (rc == 0)
 		h->dirty = false;
@@ -398,8 +455,12 @@ int nfs_release_file(void *l, ff_fh *fhv)
 		/* Close on the context that opened it, unless that one is retired. */
 		rc = nfs_conn_lease(h->conn, nfs_deadline(loc));
 		if (rc == 0) {
-			rc = nfs_close(h->conn->nfs, h->fh);
-			rc = rc < 0 ? nfs_map_error(h->conn->nfs, rc) : 0;
+			if (h->f4) {
+				rc = nfs4_file_close(h->conn, h->f4);
+			} else {
+				rc = nfs_close(h->conn->nfs, h->fh);
+				rc = rc < 0 ? nfs_map_error(h->conn->nfs, rc) : 0;
+			}
 			nfs_conn_put(h->conn, rc);
 			/* NFSv4 state already gone (lease expired; or the same file opened twice on
 			 * one context, whose one open-owner then shares one stateid): nothing to
@@ -411,7 +472,9 @@ int nfs_release_file(void *l, ff_fh *fhv)
 			/* not closed: freed with its context (the server forgets the open when
 			 * its lease expires) */
 			nfs_conn_opened(h->conn, h->node, false);
-			nfs_conn_orphan(h->conn, h->fh);
+			if (h->fh)
+				nfs_conn_orphan(h->conn, h->fh);
+			nfs4_file_free(h->f4);
 			if (rc == -ENOTCONN)
 				rc = 0;
 		}

@@ -289,31 +289,29 @@ int nfs_mknod_node(void *l, const struct ff_cred *cred, ff_node *parent, const c
 	rc = nfs_op_begin_at(&op, loc, cred, parent, name, &path);
 	if (rc)
 		return rc;
-	if (S_ISREG(mode)) {
-		rc = nfs_create(op.nfs, path, O_CREAT | O_EXCL | O_WRONLY, mode & 07777, &fh);
-		if (rc == 0)
-			nfs_close(op.nfs, fh);
-		if (rc == 0 && loc->version == 4) { /* as in nfs_create_file() */
-			struct stat attr = { .st_mode = mode & 07777 };
-
-			full = nfs_v4_path(loc, path);
-			rc = nfs4_setattr(loc, op.nfs, full, &attr,
-					  FF_SET_MODE | FF_SET_ATIME_NOW | FF_SET_MTIME_NOW, st);
-			g_free(full);
-			if (rc == 0)
-				*node = nfs_child_node(loc, parent, name);
-			goto out_end;
-		}
-	} else if (!S_ISFIFO(mode) && !S_ISSOCK(mode) && !S_ISCHR(mode) && !S_ISBLK(mode)) {
+	if (!S_ISREG(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode) && !S_ISCHR(mode) &&
+	    !S_ISBLK(mode)) {
 		rc = -EINVAL;
 		goto out_end;
 	} else if (loc->version == 4) {
 		full = nfs_v4_path(loc, path);
-		rc = nfs4_mknod(loc, op.nfs, full, mode, rdev, st);
+		if (S_ISREG(mode)) {
+			struct nfs4_file *f;
+
+			rc = nfs4_file_open(op.conn, full, O_WRONLY, true, mode, &f, st);
+			if (rc == 0)
+				rc = nfs4_file_close(op.conn, f);
+		} else {
+			rc = nfs4_create(loc, op.nfs, full, mode, rdev, NULL, st);
+		}
 		g_free(full);
 		if (rc == 0)
 			*node = nfs_child_node(loc, parent, name);
 		goto out_end;
+	} else if (S_ISREG(mode)) {
+		rc = nfs_create(op.nfs, path, O_CREAT | O_EXCL | O_WRONLY, mode & 07777, &fh);
+		if (rc == 0)
+			nfs_close(op.nfs, fh);
 	} else {
 		rc = nfs_mknod(op.nfs, path, (int)mode, (int)rdev);
 		if (rc == 0 && (mode & 07000)) {
@@ -344,8 +342,18 @@ int nfs_mkdir_node(void *l, const struct ff_cred *cred, ff_node *parent, const c
 	rc = nfs_op_begin_at(&op, loc, cred, parent, name, &path);
 	if (rc)
 		return rc;
-	rc = nfs_mkdir2(op.nfs, path, (int)(mode & 07777));
-	rc = rc < 0 ? nfs_map_error(op.nfs, rc) : created(&op, parent, name, path, node, st);
+	if (loc->version == 4) {
+		char *full = nfs_v4_path(loc, path);
+
+		rc = nfs4_create(loc, op.nfs, full, S_IFDIR | (mode & 07777), 0, NULL, st);
+		g_free(full);
+		if (rc == 0)
+			*node = nfs_child_node(loc, parent, name);
+	} else {
+		rc = nfs_mkdir2(op.nfs, path, (int)(mode & 07777));
+		rc = rc < 0 ? nfs_map_error(op.nfs, rc)
+			    : created(&op, parent, name, path, node, st);
+	}
 	nfs_op_end(&op, rc);
 	g_free(path);
 	return rc;
@@ -362,11 +370,20 @@ int nfs_symlink_node(void *l, const struct ff_cred *cred, const char *target, ff
 	rc = nfs_op_begin_at(&op, loc, cred, parent, name, &path);
 	if (rc)
 		return rc;
-	rc = nfs_symlink(op.nfs, target, path);
-	if (rc < 0)
-		rc = call_too_big(op.nfs) ? -ENAMETOOLONG : nfs_map_error(op.nfs, rc);
-	else
-		rc = created(&op, parent, name, path, node, st);
+	if (loc->version == 4) {
+		char *full = nfs_v4_path(loc, path);
+
+		rc = nfs4_create(loc, op.nfs, full, S_IFLNK | 0777, 0, target, st);
+		g_free(full);
+		if (rc == 0)
+			*node = nfs_child_node(loc, parent, name);
+	} else {
+		rc = nfs_symlink(op.nfs, target, path);
+		if (rc < 0)
+			rc = call_too_big(op.nfs) ? -ENAMETOOLONG : nfs_map_error(op.nfs, rc);
+		else
+			rc = created(&op, parent, name, path, node, st);
+	}
 	nfs_op_end(&op, rc);
 	g_free(path);
 	return rc;
@@ -387,9 +404,10 @@ int nfs_link_node(void *l, const struct ff_cred *cred, ff_node *node, ff_node *n
 	if (rc)
 		goto out_free;
 	rc = nfs_do_lstat(loc, op.nfs, oldpath, st);
-	if (rc == 0 && S_ISLNK(st->st_mode)) {
+	if (rc == 0 && (S_ISLNK(st->st_mode) || loc->version == 4)) {
 		/* libnfs resolves oldpath following a final symlink: link the symlink itself
-		 * with a LINK of our own, as link(2) does. */
+		 * with a LINK of our own, as link(2) does (always on NFSv4, whose long paths
+		 * only our COMPOUNDs walk). */
 		char *dir = nfs_node_path(loc, newparent, NULL);
 
 		if (!dir) {
@@ -469,8 +487,22 @@ int nfs_rename_node(void *l, const struct ff_cred *cred, ff_node *parent, const 
 	rc = nfs_op_begin(&op, loc, cred);
 	if (rc)
 		goto out_free;
-	rc = nfs_rename(op.nfs, oldpath, newpath);
-	rc = nfs_op_end(&op, rc < 0 ? nfs_map_error(op.nfs, rc) : 0);
+	if (loc->version == 4) {
+		char *olddir = nfs_node_path(loc, parent, NULL),
+		     *newdir = nfs_node_path(loc, newparent, NULL);
+		char *from = olddir ? nfs_v4_path(loc, olddir) : NULL;
+		char *to = newdir ? nfs_v4_path(loc, newdir) : NULL;
+
+		rc = from && to ? nfs4_rename(loc, op.nfs, from, name, to, newname) : -ESTALE;
+		g_free(olddir);
+		g_free(newdir);
+		g_free(from);
+		g_free(to);
+	} else {
+		rc = nfs_rename(op.nfs, oldpath, newpath);
+		rc = rc < 0 ? nfs_map_error(op.nfs, rc) : 0;
+	}
+	rc = nfs_op_end(&op, rc);
 	if (rc == 0)
 		ff_pathtree_rename(loc->tree, nfs_pnode(parent), name, nfs_pnode(newparent),
 				   newname, false);

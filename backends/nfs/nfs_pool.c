@@ -227,6 +227,7 @@ static void conn_free(struct nfs_conn *conn)
 	}
 	if (conn->opens)
 		g_hash_table_destroy(conn->opens);
+	nfs4_client_free(conn->v4client);
 	g_free(conn);
 }
 

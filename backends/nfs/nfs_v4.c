@@ -4,10 +4,10 @@
  * READDIR leaves dirents' fileid uninitialised, its GETATTR asks for no fsid or rawdev, its
  * READLINK result has garbage after the target, its chmod/chown/utimes OPEN the object (fail on
  * directories, follow symlinks; utimes(NULL) crashes), its mknod makes no fifos, its unlink and
- * rmdir remove any type; and it cannot encode a WRITE of 4 KiB or more (every COMPOUND goes into
- * a fixed 4096-byte buffer), so writes go in pipelined chunks. Each COMPOUND here starts at the
- * server's root: PUTROOTFH, one LOOKUP per component (LOOKUP never follows a symlink), then the
- * operation.
+ * rmdir remove any type, and none of its calls takes a path longer than its 4096-byte encoding
+ * buffer holds. Each COMPOUND here starts at the server's root: PUTROOTFH, one LOOKUP per
+ * component (LOOKUP never follows a symlink), then the operation; a long path is walked in
+ * pieces first (nfs4_ops_walk()). Open files: nfs_v4_file.c.
  */
 #include <errno.h>
 #include <poll.h>
@@ -15,11 +15,7 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
-#include <nfsc/libnfs.h>
-#include <nfsc/libnfs-raw.h>
-#include <nfsc/libnfs-raw-nfs4.h>
-
-#include "backends/nfs/nfs.h"
+#include "backends/nfs/nfs_v4.h"
 
 unsigned long nfs_stat_readdir_rpcs;
 
@@ -229,18 +225,39 @@ static int decode_fattr4(const fattr4 *fa, struct stat *st, bool *full)
 	return 0;
 }
 
+/*
+ * Decoded results are read through copies. libnfs' ZDR decoder allocates every variable-length
+ * array and optional-data pointer (resarray, the entry4 list of READDIR) with zdr_malloc(), which
+ * returns the space after a 12-byte header (struct zdr_mem { next; uint32_t size; char buf[]; }
+ * in lib/libnfs-zdr.c, 4.0.0 and later): 4-byte aligned, while nfs_resop4 and entry4 hold
+ * 64-bit values and pointers. Accessing them in place is undefined behaviour; memcpy() is not.
+ */
+static void res_copy(const COMPOUND4res *res, u_int i, nfs_resop4 *out)
+{
+	memcpy(out, (const char *)res->resarray.resarray_val + (size_t)i * sizeof(*out),
+	       sizeof(*out));
+}
+
+/* The result of the first (or, with `last`, the last) `op` in the reply, copied into `out`. */
+bool nfs4_find_res(const COMPOUND4res *res, nfs_opnum4 op, bool last, nfs_resop4 *out)
+{
+	bool found = false;
+
+	for (u_int i = 0; i < res->resarray.resarray_len; i++) {
+		nfs_resop4 r;
+
+		res_copy(res, i, &r);
+		if (r.resop != op)
+			continue;
+		*out = r;
+		found = true;
+		if (!last)
+			break;
+	}
+	return found;
+}
+
 /* ---- COMPOUND plumbing ----------------------------------------------------------------------- */
-
-struct v4_call;
-typedef int (*v4_decode_fn)(struct v4_call *c, COMPOUND4res *res, int first);
-
-struct v4_call {
-	int done;
-	int err;
-	bool abandoned; /* the caller left (event loop failure): free on callback */
-	v4_decode_fn decode;
-	void *arg; /* for decode */
-};
 
 static void v4_cb(struct rpc_context *rpc, int status, void *data, void *private_data)
 {
@@ -256,62 +273,178 @@ static void v4_cb(struct rpc_context *rpc, int status, void *data, void *private
 		c->err = -ETIMEDOUT;
 	} else if (status != RPC_STATUS_SUCCESS || !res) {
 		c->err = -ECONNRESET;
-	} else if (res->status != NFS4_OK) {
-		c->err = nfs4_status_errno(res->status);
 	} else {
-		c->err = 0;
+		c->err = nfs4_status_errno(res->status);
+		if (res->resarray.resarray_len > 0) {
+			nfs_resop4 r;
+
+			res_copy(res, res->resarray.resarray_len - 1, &r);
+			c->ops->reached = r.resop;
+		}
+		if (res->status !=
+		    NFS4_OK) /* as libnfs words it: nfs_error_lost_state() reads it */
+			rpc_set_error(rpc, "NFS4: COMPOUND failed with NFS4ERR_%s",
+				      nfs4_status_name((int)res->status));
 	}
-	/* Decode also on failure: READDIR may want to know which op failed. */
-	if (res && status == RPC_STATUS_SUCCESS && c->decode && c->err == 0)
-		c->err = c->decode(c, res, 0);
+	if (res && status == RPC_STATUS_SUCCESS && c->decode && (c->err == 0 || c->decode_always))
+		c->err = c->decode(c, res, c->err);
 }
 
-/* The COMPOUND "PUTROOTFH, LOOKUP <each component of full>" followed by `extra` free slots. */
-struct v4_ops {
-	nfs_argop4 *op;
-	unsigned int n; /* used */
-	char *path;	/* components point into this copy */
-};
-
-static int v4_ops_init(struct v4_ops *o, const char *full, unsigned int extra)
+static nfs_argop4 *v4_add(struct v4_ops *o, nfs_opnum4 op)
 {
-	unsigned int max = 2 + extra;
-	char *s;
-
-	o->path = g_strdup(full);
-	for (s = o->path; *s; s++)
-		if (*s == '/')
-			max++;
-	o->op = g_new0(nfs_argop4, max);
-	o->n = 0;
-	o->op[o->n++].argop = OP_PUTROOTFH;
-	for (char *tok = strtok_r(o->path, "/", &s); tok; tok = strtok_r(NULL, "/", &s)) {
-		LOOKUP4args *la = &o->op[o->n].nfs_argop4_u.oplookup;
-
-		o->op[o->n++].argop = OP_LOOKUP;
-		la->objname.utf8string_len = (u_int)strlen(tok);
-		la->objname.utf8string_val = tok;
+	if (o->n == o->max) {
+		o->max = o->max ? 2 * o->max : 16;
+		o->op = g_renew(nfs_argop4, o->op, o->max);
 	}
+	memset(&o->op[o->n], 0, sizeof(o->op[0]));
+	o->op[o->n].argop = op;
+	return &o->op[o->n++];
+}
+
+nfs_argop4 *nfs4_ops_add(struct v4_ops *o, nfs_opnum4 op)
+{
+	return v4_add(o, op);
+}
+
+void nfs4_ops_init(struct v4_ops *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->keep = g_ptr_array_new_with_free_func(g_free);
+}
+
+void nfs4_ops_free(struct v4_ops *o)
+{
+	g_free(o->op);
+	g_ptr_array_free(o->keep, TRUE);
+}
+
+/* What a LOOKUP of `name` takes in the encoded COMPOUND. */
+static size_t lookup_bytes(const char *name)
+{
+	return 8 + (strlen(name) + 3) / 4 * 4;
+}
+
+static int decode_getfh(struct v4_call *c, COMPOUND4res *res, int first)
+{
+	GByteArray *fh = c->arg;
+	nfs_resop4 r;
+
+	if (!nfs4_find_res(res, OP_GETFH, true, &r) || r.nfs_resop4_u.opgetfh.status != NFS4_OK)
+		return -EPROTO;
+	g_byte_array_set_size(fh, 0);
+	g_byte_array_append(fh,
+			    (guint8 *)r.nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object.nfs_fh4_val,
+			    r.nfs_resop4_u.opgetfh.GETFH4res_u.resok4.object.nfs_fh4_len);
 	return 0;
 }
 
-static void v4_ops_free(struct v4_ops *o)
+/* PUTFH of `fh` (which must outlive the COMPOUND), or PUTROOTFH for none. */
+static void add_putfh(struct v4_ops *o, const void *fh, size_t len)
 {
-	g_free(o->op);
-	g_free(o->path);
+	if (!fh) {
+		v4_add(o, OP_PUTROOTFH);
+	} else {
+		nfs_argop4 *a = v4_add(o, OP_PUTFH);
+
+		a->nfs_argop4_u.opputfh.object.nfs_fh4_len = (u_int)len;
+		a->nfs_argop4_u.opputfh.object.nfs_fh4_val = (char *)fh;
+	}
 }
 
-static void v4_add_getattr(struct v4_ops *o)
+static void add_lookup(struct v4_ops *o, char *name)
 {
-	GETATTR4args *ga = &o->op[o->n].nfs_argop4_u.opgetattr;
+	nfs_argop4 *a = v4_add(o, OP_LOOKUP);
 
-	o->op[o->n++].argop = OP_GETATTR;
+	a->nfs_argop4_u.oplookup.objname.utf8string_len = (u_int)strlen(name);
+	a->nfs_argop4_u.oplookup.objname.utf8string_val = name;
+}
+
+void nfs4_ops_putfh(struct v4_ops *o, const void *fh, size_t len)
+{
+	void *copy = g_memdup2(fh, len);
+
+	g_ptr_array_add(o->keep, copy);
+	add_putfh(o, copy, len);
+}
+
+/*
+ * Append "start at `full`" to the COMPOUND: PUTROOTFH and a LOOKUP per component. A long path
+ * would not fit: libnfs 4.0 encodes a COMPOUND into 4096 bytes, and servers cap the operations
+ * in one (nfs-ganesha: 100). So when the LOOKUPs would take more than `tail` bytes or
+ * V4_TAIL_OPS operations, the leading components are walked first, V4_WALK_OPS at a time, in
+ * COMPOUNDs of their own that end in GETFH, and this one starts from that filehandle (PUTFH).
+ * LOOKUP never follows a symlink.
+ */
+int nfs4_ops_walk(struct v4_ops *o, struct nfs_context *nfs, const char *full, size_t tail)
+{
+	char *path = g_strdup(full), *save;
+	GPtrArray *names = g_ptr_array_new();
+	GByteArray *fh = NULL;
+	size_t bytes = 0;
+	guint first = 0;
+	int rc = 0;
+
+	g_ptr_array_add(o->keep, path);
+	for (char *tok = strtok_r(path, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
+		g_ptr_array_add(names, tok);
+		bytes += lookup_bytes(tok);
+	}
+	while (names->len - first > V4_TAIL_OPS || bytes > tail) {
+		struct v4_ops w;
+		size_t chunk = 0;
+
+		nfs4_ops_init(&w);
+		add_putfh(&w, fh ? fh->data : NULL, fh ? fh->len : 0);
+		while (first < names->len && w.n - 1 < V4_WALK_OPS &&
+		       chunk + lookup_bytes(names->pdata[first]) <= V4_WALK_BYTES) {
+			chunk += lookup_bytes(names->pdata[first]);
+			bytes -= lookup_bytes(names->pdata[first]);
+			add_lookup(&w, names->pdata[first++]);
+		}
+		v4_add(&w, OP_GETFH);
+		if (!fh)
+			fh = g_byte_array_new();
+		rc = nfs4_ops_run(nfs, &w, decode_getfh, fh);
+		nfs4_ops_free(&w);
+		if (rc)
+			goto out;
+	}
+	if (fh)
+		nfs4_ops_putfh(o, fh->data, fh->len);
+	else
+		add_putfh(o, NULL, 0);
+	while (first < names->len)
+		add_lookup(o, names->pdata[first++]);
+out:
+	if (fh)
+		g_byte_array_free(fh, TRUE);
+	g_ptr_array_free(names, TRUE);
+	return rc;
+}
+
+/* A COMPOUND that starts at `full` (see nfs4_ops_walk()), with the default room. */
+static int v4_ops_at(struct v4_ops *o, struct nfs_context *nfs, const char *full)
+{
+	int rc;
+
+	nfs4_ops_init(o);
+	rc = nfs4_ops_walk(o, nfs, full, V4_TAIL_BYTES);
+	if (rc)
+		nfs4_ops_free(o);
+	return rc;
+}
+
+void nfs4_ops_getattr(struct v4_ops *o)
+{
+	GETATTR4args *ga = &v4_add(o, OP_GETATTR)->nfs_argop4_u.opgetattr;
+
 	ga->attr_request.bitmap4_len = 2;
 	ga->attr_request.bitmap4_val = v4_attr_request;
 }
 
 /* Send the COMPOUND and wait for its answer; decode runs inside the callback. */
-static int v4_run(struct nfs_context *nfs, struct v4_ops *o, v4_decode_fn decode, void *arg)
+static int v4_run(struct nfs_context *nfs, struct v4_ops *o, v4_decode_fn decode, void *arg,
+		  bool decode_always)
 {
 	struct v4_call *c = g_new0(struct v4_call, 1);
 	COMPOUND4args args;
@@ -322,7 +455,10 @@ static int v4_run(struct nfs_context *nfs, struct v4_ops *o, v4_decode_fn decode
 	args.argarray.argarray_len = o->n;
 	args.argarray.argarray_val = o->op;
 	c->decode = decode;
+	c->decode_always = decode_always;
 	c->arg = arg;
+	c->ops = o;
+	o->reached = OP_ILLEGAL;
 	rc = rpc_nfs4_compound_async(nfs_get_rpc_context(nfs), v4_cb, &args, c);
 	if (rc != 0) {
 		g_free(c);
@@ -341,48 +477,30 @@ static int v4_run(struct nfs_context *nfs, struct v4_ops *o, v4_decode_fn decode
 	return rc;
 }
 
-/*
- * Decoded results are read through copies. libnfs' ZDR decoder allocates every variable-length
- * array and optional-data pointer (resarray, the entry4 list of READDIR) with zdr_malloc(), which
- * returns the space after a 12-byte header (struct zdr_mem { next; uint32_t size; char buf[]; }
- * in lib/libnfs-zdr.c, 4.0.0 and later): 4-byte aligned, while nfs_resop4 and entry4 hold
- * 64-bit values and pointers. Accessing them in place is undefined behaviour; memcpy() is not.
- */
-static void res_copy(const COMPOUND4res *res, u_int i, nfs_resop4 *out)
+int nfs4_ops_run(struct nfs_context *nfs, struct v4_ops *o, v4_decode_fn decode, void *arg)
 {
-	memcpy(out, (const char *)res->resarray.resarray_val + (size_t)i * sizeof(*out),
-	       sizeof(*out));
+	return v4_run(nfs, o, decode, arg, false);
 }
 
-/* The result of the first (or, with `last`, the last) `op` in the reply, copied into `out`. */
-static bool find_res(const COMPOUND4res *res, nfs_opnum4 op, bool last, nfs_resop4 *out)
+int nfs4_ops_run_always(struct nfs_context *nfs, struct v4_ops *o, v4_decode_fn decode, void *arg)
 {
-	bool found = false;
-
-	for (u_int i = 0; i < res->resarray.resarray_len; i++) {
-		nfs_resop4 r;
-
-		res_copy(res, i, &r);
-		if (r.resop != op)
-			continue;
-		*out = r;
-		found = true;
-		if (!last)
-			break;
-	}
-	return found;
+	return v4_run(nfs, o, decode, arg, true);
 }
 
-static int decode_getattr(struct v4_call *c, COMPOUND4res *res, int first)
+int nfs4_decode_getattr_res(const COMPOUND4res *res, struct stat *st)
 {
 	nfs_resop4 r;
 
 	/* the last GETATTR (after SETATTR or CREATE, the object's) */
-	if (!find_res(res, OP_GETATTR, true, &r) || r.nfs_resop4_u.opgetattr.status != NFS4_OK)
+	if (!nfs4_find_res(res, OP_GETATTR, true, &r) || r.nfs_resop4_u.opgetattr.status != NFS4_OK)
 		return -EPROTO;
-	return c->arg ? decode_fattr4(&r.nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes,
-				      c->arg, NULL)
-		      : 0;
+	return decode_fattr4(&r.nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes, st,
+			     NULL);
+}
+
+static int decode_getattr(struct v4_call *c, COMPOUND4res *res, int err)
+{
+	return c->arg ? nfs4_decode_getattr_res(res, c->arg) : 0;
 }
 
 int nfs4_getattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, struct stat *st)
@@ -390,16 +508,18 @@ int nfs4_getattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
 	struct v4_ops o;
 	int rc;
 
-	v4_ops_init(&o, path, 1);
-	v4_add_getattr(&o);
-	rc = v4_run(nfs, &o, decode_getattr, st);
-	v4_ops_free(&o);
+	rc = v4_ops_at(&o, nfs, path);
+	if (rc)
+		return rc;
+	nfs4_ops_getattr(&o);
+	rc = nfs4_ops_run(nfs, &o, decode_getattr, st);
+	nfs4_ops_free(&o);
 	return rc;
 }
 
 /* ---- SETATTR --------------------------------------------------------------------------------- */
 
-static void put_u32(GByteArray *b, uint32_t v)
+void nfs4_put_u32(GByteArray *b, uint32_t v)
 {
 	unsigned char c[4] = { v >> 24, v >> 16, v >> 8, v };
 
@@ -408,8 +528,8 @@ static void put_u32(GByteArray *b, uint32_t v)
 
 static void put_u64(GByteArray *b, uint64_t v)
 {
-	put_u32(b, (uint32_t)(v >> 32));
-	put_u32(b, (uint32_t)v);
+	nfs4_put_u32(b, (uint32_t)(v >> 32));
+	nfs4_put_u32(b, (uint32_t)v);
 }
 
 static void put_string(GByteArray *b, const char *s)
@@ -417,7 +537,7 @@ static void put_string(GByteArray *b, const char *s)
 	static const unsigned char zero[3];
 	size_t len = strlen(s);
 
-	put_u32(b, (uint32_t)len);
+	nfs4_put_u32(b, (uint32_t)len);
 	g_byte_array_append(b, (const unsigned char *)s, (guint)len);
 	if (len % 4)
 		g_byte_array_append(b, zero, (guint)(4 - len % 4));
@@ -426,12 +546,12 @@ static void put_string(GByteArray *b, const char *s)
 static void put_settime(GByteArray *b, bool now, const struct timespec *ts)
 {
 	if (now) {
-		put_u32(b, SET_TO_SERVER_TIME4);
+		nfs4_put_u32(b, SET_TO_SERVER_TIME4);
 		return;
 	}
-	put_u32(b, SET_TO_CLIENT_TIME4);
+	nfs4_put_u32(b, SET_TO_CLIENT_TIME4);
 	put_u64(b, (uint64_t)(int64_t)ts->tv_sec);
-	put_u32(b, (uint32_t)ts->tv_nsec);
+	nfs4_put_u32(b, (uint32_t)ts->tv_nsec);
 }
 
 int nfs4_setattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
@@ -451,7 +571,7 @@ int nfs4_setattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
 	}
 	if (to_set & FF_SET_MODE) {
 		mask[1] |= 1u << (FATTR4_MODE - 32);
-		put_u32(vals, attr->st_mode & 07777);
+		nfs4_put_u32(vals, attr->st_mode & 07777);
 	}
 	if (to_set & FF_SET_UID) {
 		mask[1] |= 1u << (FATTR4_OWNER - 32);
@@ -472,40 +592,56 @@ int nfs4_setattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
 		put_settime(vals, to_set & FF_SET_MTIME_NOW, &attr->st_mtim);
 	}
 
-	v4_ops_init(&o, path, 2);
+	rc = v4_ops_at(&o, nfs, path);
+	if (rc)
+		goto out_vals;
 	if (mask[0] || mask[1]) {
-		sa = &o.op[o.n].nfs_argop4_u.opsetattr;
-		o.op[o.n++].argop = OP_SETATTR;
+		sa = &nfs4_ops_add(&o, OP_SETATTR)->nfs_argop4_u.opsetattr;
 		/* the anonymous stateid (all zeros) */
 		sa->obj_attributes.attrmask.bitmap4_len = 2;
 		sa->obj_attributes.attrmask.bitmap4_val = mask;
 		sa->obj_attributes.attr_vals.attrlist4_len = vals->len;
 		sa->obj_attributes.attr_vals.attrlist4_val = (char *)vals->data;
 	}
-	v4_add_getattr(&o);
-	rc = v4_run(nfs, &o, decode_getattr, st);
-	v4_ops_free(&o);
+	nfs4_ops_getattr(&o);
+	rc = nfs4_ops_run(nfs, &o, decode_getattr, st);
+	nfs4_ops_free(&o);
+out_vals:
 	g_byte_array_free(vals, TRUE);
 	return rc;
 }
 
-/* ---- CREATE of special files ----------------------------------------------------------------- */
+/* ---- CREATE of everything but regular files ------------------------------------------------ */
 
-int nfs4_mknod(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, mode_t mode,
-	       dev_t rdev, struct stat *st)
+int nfs4_create(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, mode_t mode,
+		dev_t rdev, const char *target, struct stat *st)
 {
 	char *dir = g_path_get_dirname(path), *name = g_path_get_basename(path);
 	GByteArray *vals = g_byte_array_new();
 	uint32_t mask[2] = { 0, 1u << (FATTR4_MODE - 32) };
+	size_t tail = V4_TAIL_BYTES;
 	CREATE4args *ca;
 	struct v4_ops o;
 	int rc;
 
-	put_u32(vals, mode & 07777);
-	v4_ops_init(&o, dir, 2);
-	ca = &o.op[o.n].nfs_argop4_u.opcreate;
-	o.op[o.n++].argop = OP_CREATE;
+	nfs4_put_u32(vals, mode & 07777);
+	if (target && strlen(target) > V4_TAIL_BYTES)
+		tail = 0; /* a long target leaves no room for LOOKUPs: start at the directory */
+	nfs4_ops_init(&o);
+	rc = nfs4_ops_walk(&o, nfs, dir, tail);
+	if (rc)
+		goto out_free;
+	ca = &nfs4_ops_add(&o, OP_CREATE)->nfs_argop4_u.opcreate;
 	switch (mode & S_IFMT) {
+	case S_IFDIR:
+		ca->objtype.type = NF4DIR;
+		break;
+	case S_IFLNK:
+		ca->objtype.type = NF4LNK;
+		ca->objtype.createtype4_u.linkdata.utf8string_len = (u_int)strlen(target);
+		ca->objtype.createtype4_u.linkdata.utf8string_val = (char *)target;
+		mask[1] = 0; /* a symlink's mode means nothing */
+		break;
 	case S_IFIFO:
 		ca->objtype.type = NF4FIFO;
 		break;
@@ -526,50 +662,64 @@ int nfs4_mknod(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, m
 	ca->objname.utf8string_val = name;
 	ca->createattrs.attrmask.bitmap4_len = 2;
 	ca->createattrs.attrmask.bitmap4_val = mask;
-	ca->createattrs.attr_vals.attrlist4_len = vals->len;
+	ca->createattrs.attr_vals.attrlist4_len = mask[1] ? vals->len : 0;
 	ca->createattrs.attr_vals.attrlist4_val = (char *)vals->data;
-	v4_add_getattr(&o); /* CREATE leaves the new object as the current filehandle */
-	rc = v4_run(nfs, &o, decode_getattr, st);
+	nfs4_ops_getattr(&o); /* CREATE leaves the new object as the current filehandle */
+	rc = nfs4_ops_run(nfs, &o, decode_getattr, st);
 out_free:
-	v4_ops_free(&o);
+	nfs4_ops_free(&o);
 	g_byte_array_free(vals, TRUE);
 	g_free(dir);
 	g_free(name);
 	return rc;
 }
 
-/* ---- LINK ------------------------------------------------------------------------------------ */
+/* ---- LINK and RENAME ------------------------------------------------------------------------- */
 
-/* PUTROOTFH, LOOKUP <path...>, SAVEFH, PUTROOTFH, LOOKUP <newdir...>, LINK newname: the saved
- * filehandle is the object (LOOKUP never follows a symlink), the current one the directory. */
+/* `first`, SAVEFH, `second`, then `op` (LINK or RENAME) with its names: the saved filehandle
+ * is the source, the current one the target directory. */
+static int two_paths(struct nfs_context *nfs, const char *first, const char *second,
+		     nfs_opnum4 opnum, const char *oldname, const char *newname)
+{
+	struct v4_ops o;
+	nfs_argop4 *op;
+	int rc;
+
+	nfs4_ops_init(&o);
+	rc = nfs4_ops_walk(&o, nfs, first, V4_TAIL_BYTES);
+	if (rc)
+		goto out_free;
+	nfs4_ops_add(&o, OP_SAVEFH);
+	rc = nfs4_ops_walk(&o, nfs, second, V4_TAIL_BYTES);
+	if (rc)
+		goto out_free;
+	op = nfs4_ops_add(&o, opnum);
+	if (opnum == OP_LINK) {
+		op->nfs_argop4_u.oplink.newname.utf8string_len = (u_int)strlen(newname);
+		op->nfs_argop4_u.oplink.newname.utf8string_val = (char *)newname;
+	} else {
+		op->nfs_argop4_u.oprename.oldname.utf8string_len = (u_int)strlen(oldname);
+		op->nfs_argop4_u.oprename.oldname.utf8string_val = (char *)oldname;
+		op->nfs_argop4_u.oprename.newname.utf8string_len = (u_int)strlen(newname);
+		op->nfs_argop4_u.oprename.newname.utf8string_val = (char *)newname;
+	}
+	rc = nfs4_ops_run(nfs, &o, NULL, NULL);
+out_free:
+	nfs4_ops_free(&o);
+	return rc;
+}
+
+/* LOOKUP never follows a symlink: a symlink is linked itself. */
 int nfs4_link(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, const char *newdir,
 	      const char *newname)
 {
-	char *dir = g_strdup(newdir), *s;
-	unsigned int extra = 4;
-	struct v4_ops o;
-	int rc;
+	return two_paths(nfs, path, newdir, OP_LINK, NULL, newname);
+}
 
-	for (s = dir; *s; s++)
-		if (*s == '/')
-			extra++;
-	v4_ops_init(&o, path, extra);
-	o.op[o.n++].argop = OP_SAVEFH;
-	o.op[o.n++].argop = OP_PUTROOTFH;
-	for (char *tok = strtok_r(dir, "/", &s); tok; tok = strtok_r(NULL, "/", &s)) {
-		LOOKUP4args *la = &o.op[o.n].nfs_argop4_u.oplookup;
-
-		o.op[o.n++].argop = OP_LOOKUP;
-		la->objname.utf8string_len = (u_int)strlen(tok);
-		la->objname.utf8string_val = tok;
-	}
-	o.op[o.n].argop = OP_LINK;
-	o.op[o.n].nfs_argop4_u.oplink.newname.utf8string_len = (u_int)strlen(newname);
-	o.op[o.n++].nfs_argop4_u.oplink.newname.utf8string_val = (char *)newname;
-	rc = v4_run(nfs, &o, NULL, NULL);
-	v4_ops_free(&o);
-	g_free(dir);
-	return rc;
+int nfs4_rename(struct nfs_loc *loc, struct nfs_context *nfs, const char *olddir,
+		const char *oldname, const char *newdir, const char *newname)
+{
+	return two_paths(nfs, olddir, newdir, OP_RENAME, oldname, newname);
 }
 
 /* ---- READLINK ------------------------------------------------------------------------------ */
@@ -580,13 +730,14 @@ struct readlink_out {
 	ssize_t len;
 };
 
-static int decode_readlink(struct v4_call *c, COMPOUND4res *res, int first)
+static int decode_readlink(struct v4_call *c, COMPOUND4res *res, int err)
 {
 	struct readlink_out *out = c->arg;
 	const linktext4 *link;
 	nfs_resop4 r;
 
-	if (!find_res(res, OP_READLINK, false, &r) || r.nfs_resop4_u.opreadlink.status != NFS4_OK)
+	if (!nfs4_find_res(res, OP_READLINK, false, &r) ||
+	    r.nfs_resop4_u.opreadlink.status != NFS4_OK)
 		return -EPROTO;
 	link = &r.nfs_resop4_u.opreadlink.READLINK4res_u.resok4.link;
 	if (link->utf8string_len > out->size)
@@ -603,10 +754,12 @@ ssize_t nfs4_readlink(struct nfs_loc *loc, struct nfs_context *nfs, const char *
 	struct v4_ops o;
 	int rc;
 
-	v4_ops_init(&o, path, 1);
-	o.op[o.n++].argop = OP_READLINK;
-	rc = v4_run(nfs, &o, decode_readlink, &out);
-	v4_ops_free(&o);
+	rc = v4_ops_at(&o, nfs, path);
+	if (rc)
+		return rc;
+	nfs4_ops_add(&o, OP_READLINK);
+	rc = nfs4_ops_run(nfs, &o, decode_readlink, &out);
+	nfs4_ops_free(&o);
 	return rc ? rc : out.len;
 }
 
@@ -620,34 +773,35 @@ int nfs4_remove(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, 
 	char *parent = g_path_get_dirname(path), *name = g_path_get_basename(path);
 	uint32_t mask[1] = { 1u << FATTR4_TYPE };
 	unsigned char type[4] = { 0, 0, 0, NF4DIR };
+	nfs_argop4 *op;
 	fattr4 *fa;
 	struct v4_ops o;
 	int rc;
 
-	v4_ops_init(&o, parent, 5);
-	o.op[o.n++].argop = OP_SAVEFH;
-	o.op[o.n].argop = OP_LOOKUP;
-	o.op[o.n].nfs_argop4_u.oplookup.objname.utf8string_len = (u_int)strlen(name);
-	o.op[o.n++].nfs_argop4_u.oplookup.objname.utf8string_val = name;
-	if (dir) {
-		o.op[o.n].argop = OP_VERIFY;
-		fa = &o.op[o.n++].nfs_argop4_u.opverify.obj_attributes;
-	} else {
-		o.op[o.n].argop = OP_NVERIFY;
-		fa = &o.op[o.n++].nfs_argop4_u.opnverify.obj_attributes;
-	}
+	rc = v4_ops_at(&o, nfs, parent);
+	if (rc)
+		goto out_free;
+	nfs4_ops_add(&o, OP_SAVEFH);
+	op = nfs4_ops_add(&o, OP_LOOKUP);
+	op->nfs_argop4_u.oplookup.objname.utf8string_len = (u_int)strlen(name);
+	op->nfs_argop4_u.oplookup.objname.utf8string_val = name;
+	if (dir)
+		fa = &nfs4_ops_add(&o, OP_VERIFY)->nfs_argop4_u.opverify.obj_attributes;
+	else
+		fa = &nfs4_ops_add(&o, OP_NVERIFY)->nfs_argop4_u.opnverify.obj_attributes;
 	fa->attrmask.bitmap4_len = 1;
 	fa->attrmask.bitmap4_val = mask;
 	fa->attr_vals.attrlist4_len = sizeof(type);
 	fa->attr_vals.attrlist4_val = (char *)type;
-	o.op[o.n++].argop = OP_RESTOREFH;
-	o.op[o.n].argop = OP_REMOVE;
-	o.op[o.n].nfs_argop4_u.opremove.target.utf8string_len = (u_int)strlen(name);
-	o.op[o.n++].nfs_argop4_u.opremove.target.utf8string_val = name;
-	rc = v4_run(nfs, &o, NULL, NULL);
+	nfs4_ops_add(&o, OP_RESTOREFH);
+	op = nfs4_ops_add(&o, OP_REMOVE);
+	op->nfs_argop4_u.opremove.target.utf8string_len = (u_int)strlen(name);
+	op->nfs_argop4_u.opremove.target.utf8string_val = name;
+	rc = nfs4_ops_run(nfs, &o, NULL, NULL);
 	if (rc == -EINVAL) /* NFS4ERR_NOT_SAME / NFS4ERR_SAME from the type check */
 		rc = dir ? -ENOTDIR : -EISDIR;
-	v4_ops_free(&o);
+	nfs4_ops_free(&o);
+out_free:
 	g_free(parent);
 	g_free(name);
 	return rc;
@@ -664,13 +818,14 @@ struct readdir_state {
 	int stop; /* nonzero: what cb returned to stop */
 };
 
-static int decode_readdir(struct v4_call *c, COMPOUND4res *res, int first)
+static int decode_readdir(struct v4_call *c, COMPOUND4res *res, int err)
 {
 	struct readdir_state *s = c->arg;
 	const READDIR4resok *ok;
 	nfs_resop4 r;
 
-	if (!find_res(res, OP_READDIR, false, &r) || r.nfs_resop4_u.opreaddir.status != NFS4_OK)
+	if (!nfs4_find_res(res, OP_READDIR, false, &r) ||
+	    r.nfs_resop4_u.opreaddir.status != NFS4_OK)
 		return -EPROTO;
 	ok = &r.nfs_resop4_u.opreaddir.READDIR4res_u.resok4;
 	memcpy(s->verf, ok->cookieverf, sizeof(s->verf));
@@ -714,9 +869,10 @@ int nfs4_readdir(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
 		struct v4_ops o;
 		int rc;
 
-		v4_ops_init(&o, path, 1);
-		ra = &o.op[o.n].nfs_argop4_u.opreaddir;
-		o.op[o.n++].argop = OP_READDIR;
+		rc = v4_ops_at(&o, nfs, path);
+		if (rc)
+			return rc;
+		ra = &nfs4_ops_add(&o, OP_READDIR)->nfs_argop4_u.opreaddir;
 		ra->cookie = s.cookie;
 		memcpy(ra->cookieverf, s.verf, sizeof(s.verf));
 		ra->dircount = V4_READDIR_MAXCOUNT;
@@ -724,94 +880,10 @@ int nfs4_readdir(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
 		ra->attr_request.bitmap4_len = 2;
 		ra->attr_request.bitmap4_val = v4_readdir_request;
 		__atomic_fetch_add(&nfs_stat_readdir_rpcs, 1, __ATOMIC_RELAXED);
-		rc = v4_run(nfs, &o, decode_readdir, &s);
-		v4_ops_free(&o);
+		rc = nfs4_ops_run(nfs, &o, decode_readdir, &s);
+		nfs4_ops_free(&o);
 		if (rc)
 			return rc;
 	}
 	return s.stop < 0 ? s.stop : 0;
-}
-
-/* ---- WRITE in chunks ------------------------------------------------------------------------- */
-
-struct wchunk {
-	struct wpipe *pipe;
-	uint64_t off;
-	size_t len;
-};
-
-struct wpipe {
-	int inflight;
-	int err;
-	uint64_t short_at; /* lowest offset a short WRITE stopped at, or UINT64_MAX */
-};
-
-static void wchunk_cb(int status, struct nfs_context *nfs, void *data, void *private_data)
-{
-	struct wchunk *ch = private_data;
-	struct wpipe *p = ch->pipe;
-
-	p->inflight--;
-	if (status < 0) {
-		if (!p->err)
-			p->err = nfs_map_error(nfs, status);
-	} else if ((size_t)status < ch->len && ch->off + (uint64_t)status < p->short_at) {
-		p->short_at = ch->off + (uint64_t)status;
-	}
-	g_free(ch);
-}
-
-ssize_t nfs4_pwrite_chunked(struct nfs_context *nfs, struct nfsfh *fh, uint64_t off, size_t size,
-			    const void *buf, gint64 deadline)
-{
-	uint64_t pos = off, end = off + size;
-
-	while (pos < end) {
-		struct wpipe p = { .short_at = UINT64_MAX };
-		uint64_t next = pos;
-
-		while ((next < end && !p.err) || p.inflight > 0) {
-			struct pollfd pfd;
-			gint64 left;
-			int n;
-
-			while (next < end && !p.err && p.inflight < NFS4_WRITE_DEPTH) {
-				struct wchunk *ch = g_new(struct wchunk, 1);
-
-				ch->pipe = &p;
-				ch->off = next;
-				ch->len = MIN((uint64_t)NFS4_WRITE_CHUNK, end - next);
-				if (nfs_pwrite_async(nfs, fh, ch->off, ch->len,
-						     (const char *)buf + (ch->off - off), wchunk_cb,
-						     ch) != 0) {
-					g_free(ch);
-					p.err = nfs_map_error(nfs, -1);
-					break;
-				}
-				p.inflight++;
-				next += ch->len;
-			}
-			if (p.inflight == 0)
-				break;
-			/* Chunks in flight point at `p`: wait for every callback, whatever. libnfs
-			 * expires each RPC after its timeout, so this ends. */
-			pfd.fd = nfs_get_fd(nfs);
-			pfd.events = nfs_which_events(nfs);
-			pfd.revents = 0;
-			left = deadline - g_get_monotonic_time();
-			n = poll(&pfd, 1, left > 0 ? (int)MIN(left / 1000 + 1, 100) : 100);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (nfs_service(nfs, n < 0 ? POLLERR : pfd.revents) < 0 && !p.err)
-				p.err = -ECONNRESET;
-			if (p.err == -ECONNRESET && nfs_queue_length(nfs) == 0)
-				break; /* the connection died and took every call with it */
-		}
-		if (p.err)
-			return p.err;
-		if (p.short_at == UINT64_MAX)
-			break;
-		pos = p.short_at; /* rewrite from the first short WRITE on: writes are idempotent */
-	}
-	return (ssize_t)size;
 }

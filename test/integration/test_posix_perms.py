@@ -140,6 +140,38 @@ def test_eacces(upar, users):
     par.same(open_close, P("mine0"), os.O_RDWR, expect="ok")
 
 
+def test_open_by_file_mode_in_closed_directory(upar, users):
+    """A file's own mode decides whether another user may open it, whatever the directory lets
+    that user do besides searching it: write (by group or other bits) in a directory they may
+    not write, read in one they may only search. libnfs 4.0's NFSv4 OPEN asked ACCESS of the
+    directory and failed such opens EINVAL. Denials are EACCES."""
+    par, a, b = upar, users["a"], users["b"]
+    for d, mode in (("ro", 0o755), ("xonly", 0o711)):
+        par.each(os.mkdir, P(d))
+        for f, fmode, gid in (("other_rw", 0o666, b.gid), ("group_rw", 0o664, users["group"]),
+                              ("other_r", 0o644, b.gid)):
+            par.each(create_file, P(f"{d}/{f}"), b"data")
+            par.each(os.chown, P(f"{d}/{f}"), b.uid, gid)
+            par.each(os.chmod, P(f"{d}/{f}"), fmode)
+        par.each(os.chown, P(d), b.uid, b.gid)
+        par.each(os.chmod, P(d), mode)
+    if not posix_owners(par):
+        # owners and modes are fixed: the files show 0644 of the daemon's user
+        par.expect(None, open_close, P("ro/other_rw"), os.O_RDONLY, user=a)
+        par.expect(errno.EACCES, open_close, P("ro/other_rw"), os.O_WRONLY, user=a)
+        return
+    for d in ("ro", "xonly"):
+        for f in ("other_rw", "group_rw"):
+            for flags in (os.O_WRONLY, os.O_RDWR, os.O_WRONLY | os.O_APPEND, os.O_RDONLY):
+                par.same(open_close, P(f"{d}/{f}"), flags, user=a, expect="ok")
+            par.same(with_fd, P(f"{d}/{f}"), os.O_WRONLY, write_at, b"more", 4, user=a,
+                     expect="ok")
+        par.same(open_close, P(f"{d}/other_r"), os.O_RDONLY, user=a, expect="ok")
+        par.same(open_close, P(f"{d}/other_r"), os.O_WRONLY, user=a, expect=errno.EACCES)
+        par.same(open_close, P(f"{d}/other_r"), os.O_RDWR, user=a, expect=errno.EACCES)
+        par.stat_same(f"{d}/other_rw", ("type", "perm", "size", "uid", "gid"))
+
+
 def test_eperm_on_others_files(upar, users):
     """chmod, chown and setting explicit times are the owner's (pjdfstest chmod/07, chown/07,
     utimensat/05-07)."""

@@ -241,6 +241,117 @@ def test_removed_identity_reused(mounted):
             os.close(held)
 
 
+PATH_MAX = 4096
+
+
+@pytest.mark.parametrize("comp_len", [16, 255])
+def test_path_max(mounted, comp_len):
+    """A path of PATH_MAX - 1 bytes works for mkdir, create, stat, rename, symlink, unlink and
+    rmdir, and the tree it makes can be removed again (NFSv4 COMPOUNDs with a LOOKUP per
+    component did not fit once the path passed some 3.6 KB; SMB rmdir was said to fail near
+    3.9 KB). Reached through relative paths, each syscall path being short."""
+    top = mounted.p("a", "pm")
+    os.mkdir(top)
+    here = os.getcwd()
+    made = []
+    try:
+        os.chdir(top)
+        cwd = top
+        while PATH_MAX - 1 - len(cwd) - 1 > 255:
+            name = "d" * min(comp_len, PATH_MAX - 1 - len(cwd) - 1 - 2)
+            os.mkdir(name)
+            os.chdir(name)
+            made.append(name)
+            cwd = os.path.join(cwd, name)
+        left = PATH_MAX - 1 - len(cwd) - 1  # the last name makes the path PATH_MAX - 1 long
+        assert 1 <= left <= 255 and len(os.path.join(cwd, "f" * left)) == PATH_MAX - 1
+        f, g, s, d = ("f" * left, "g" * left, "s" * left, "e" * left)
+        write_file(f, b"deep")
+        assert os.stat(f).st_size == 4
+        os.rename(f, g)
+        assert read_file(g) == b"deep"
+        if mounted.supports("symlink"):
+            os.symlink(g, s)
+            assert os.readlink(s) == g and stat.S_ISLNK(os.lstat(s).st_mode)
+            os.unlink(s)
+        os.mkdir(d)
+        assert stat.S_ISDIR(os.stat(d).st_mode)
+        assert sorted(os.listdir(".")) == sorted([d, g])
+        os.rmdir(d)
+        os.unlink(g)
+        assert os.listdir(".") == []
+        while made:
+            os.chdir("..")
+            os.rmdir(made.pop())
+    finally:
+        os.chdir(here)
+    assert os.listdir(top) == []
+    assert os.listdir(mounted.d("a", "pm")) == []
+
+
+def test_creates_after_failed_creates(mounted):
+    """Creates that fail before the server opens anything (their directory was removed behind
+    the mount's back) mixed, from several threads, with creates that succeed: every one of
+    those succeeds. An NFSv4 open-owner whose seqid was counted up for an OPEN the server never
+    reached failed its next OPEN with NFS4ERR_BAD_SEQID, and once in a while the retry too."""
+    base = mounted.p("a", "seq")
+    os.mkdir(base)
+    failures = []
+
+    def worker(t):
+        for i in range(25):
+            gone = os.path.join(base, f"gone{t}-{i}")
+            os.mkdir(gone)
+            os.stat(gone)  # the kernel and the daemon know it
+            os.rmdir(mounted.d("a", "seq", f"gone{t}-{i}"))
+            try:
+                create(os.path.join(gone, "x"), b"x")
+                failures.append(f"create in a removed directory succeeded ({gone})")
+            except OSError as e:
+                if e.errno not in (errno.ENOENT, errno.ESTALE):
+                    failures.append(f"create in a removed directory: {e!r}")
+            f = os.path.join(base, f"f{t}-{i}")
+            try:
+                create(f, b"y" * 100)
+                assert read_file(f) == b"y" * 100
+                os.unlink(f)
+            except OSError as e:
+                failures.append(f"create {f}: {e!r}")
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+
+
+def create_in(dir_fd, name):
+    os.close(os.open(name, os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=dir_fd))
+
+
+def test_dir_removed_behind_the_back(mounted):
+    """A directory a program holds open is removed on the server, and a new directory gets its
+    number (ganesha and smbd give out the file system's inode numbers, which ext4 reuses once
+    the server has let go of the old directory, as it does when a lookup in it fails): a
+    create through the open directory must fail, not land in the new one."""
+    base = mounted.p("a", "behind")
+    os.mkdir(base)
+    for i in range(20):
+        old, new = os.path.join(base, f"old{i}"), os.path.join(base, f"new{i}")
+        os.mkdir(old)
+        fd = os.open(old, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.rmdir(mounted.d("a", "behind", f"old{i}"))
+            expect_errno((errno.ENOENT, errno.ESTALE), os.stat, os.path.join(old, "x"))
+            os.mkdir(new)
+            os.stat(new)
+            expect_errno((errno.ENOENT, errno.ESTALE), create_in, fd, "x")
+        finally:
+            os.close(fd)
+        assert os.listdir(mounted.d("a", "behind", f"new{i}")) == []
+
+
 def test_names_smb_cannot_hold(mounted):
     """Names SMB cannot hold as they are (reserved characters; a trailing "." or " ", which
     the server would drop and list under a mangled name) are refused on SMB referrals with

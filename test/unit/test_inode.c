@@ -30,14 +30,14 @@ static void test_stable_numbers(void)
 	bool created;
 	uint64_t first;
 
-	a = ff_itab_intern(itab, NULL, 3, 10, 1234, NODE(1), S_IFREG, &created);
+	a = ff_itab_intern(itab, NULL, 3, 10, 1234, NODE(1), S_IFREG, false, &created);
 	g_assert_true(created);
 	g_assert_cmpuint(a->ino, ==, (UINT64_C(3) << 48) | 1234);
 	g_assert_cmpuint(ff_itab_predict(itab, NULL, 3, 10, 1234), ==, a->ino);
 	first = a->ino;
 
 	/* The same object again: same inode, one more lookup, the caller keeps its node. */
-	b = ff_itab_intern(itab, NULL, 3, 10, 1234, NODE(2), S_IFREG, &created);
+	b = ff_itab_intern(itab, NULL, 3, 10, 1234, NODE(2), S_IFREG, false, &created);
 	g_assert_false(created);
 	g_assert_true(a == b);
 	g_assert_true(b->bnode == NODE(1));
@@ -48,7 +48,7 @@ static void test_stable_numbers(void)
 	g_assert_cmpint(r.count, ==, 1);
 	g_assert_true(r.last == NODE(1));
 	g_assert_null(ff_itab_get(itab, first));
-	a = ff_itab_intern(itab, NULL, 3, 10, 1234, NODE(3), S_IFREG, &created);
+	a = ff_itab_intern(itab, NULL, 3, 10, 1234, NODE(3), S_IFREG, false, &created);
 	g_assert_true(created);
 	g_assert_cmpuint(a->ino, ==, first);
 	ff_itab_free(itab);
@@ -62,7 +62,7 @@ static void test_partial_forget(void)
 	struct ff_inode *a;
 	bool created;
 
-	a = ff_itab_intern(itab, NULL, 1, 1, 5, NODE(1), S_IFDIR, &created);
+	a = ff_itab_intern(itab, NULL, 1, 1, 5, NODE(1), S_IFDIR, false, &created);
 	ff_itab_ref(itab, a);
 	ff_itab_ref(itab, a);
 	g_assert_cmpuint(a->nlookup, ==, 3);
@@ -80,6 +80,32 @@ static void test_partial_forget(void)
 	ff_itab_free(itab);
 }
 
+/* A directory of a path-named backend has one name: the same identity with another node is
+ * another directory that was given a removed one's number. The old inode is retired (found by
+ * number only), the new object gets its own; a file's second node is a hard link. */
+static void test_one_node(void)
+{
+	struct ff_itab *itab = ff_itab_new(NULL, NULL);
+	struct ff_inode *a, *b, *c;
+	bool created;
+
+	a = ff_itab_intern(itab, NULL, 1, 1, 42, NODE(1), S_IFDIR, true, &created);
+	g_assert_true(created);
+	b = ff_itab_intern(itab, NULL, 1, 1, 42, NODE(1), S_IFDIR, true, &created);
+	g_assert_false(created); /* the same node: the same directory */
+	g_assert_true(a == b);
+	c = ff_itab_intern(itab, NULL, 1, 1, 42, NODE(2), S_IFDIR, true, &created);
+	g_assert_true(created);
+	g_assert_true(c != a && c->ino != a->ino);
+	g_assert_true(ff_itab_get(itab, a->ino) == a);
+	g_assert_true(ff_itab_find(itab, NULL, 1, 1, 42) == c);
+	b = ff_itab_intern(itab, NULL, 1, 1, 43, NODE(3), S_IFREG, false, &created);
+	c = ff_itab_intern(itab, NULL, 1, 1, 43, NODE(4), S_IFREG, false, &created);
+	g_assert_false(created);
+	g_assert_true(b == c);
+	ff_itab_free(itab);
+}
+
 static void test_collisions(void)
 {
 	struct ff_itab *itab = ff_itab_new(NULL, NULL);
@@ -87,17 +113,17 @@ static void test_collisions(void)
 	bool created;
 
 	/* Same backend inode on two devices of one location: distinct inodes. */
-	a = ff_itab_intern(itab, NULL, 2, 1, 77, NODE(1), S_IFREG, &created);
-	b = ff_itab_intern(itab, NULL, 2, 2, 77, NODE(2), S_IFREG, &created);
+	a = ff_itab_intern(itab, NULL, 2, 1, 77, NODE(1), S_IFREG, false, &created);
+	b = ff_itab_intern(itab, NULL, 2, 2, 77, NODE(2), S_IFREG, false, &created);
 	g_assert_true(created);
 	g_assert_cmpuint(a->ino, !=, b->ino);
 	g_assert_cmpuint(b->ino >> 48, ==, 0xffff);
 	/* Same backend inode in two locations: distinct by construction. */
-	c = ff_itab_intern(itab, NULL, 4, 1, 77, NODE(3), S_IFREG, &created);
+	c = ff_itab_intern(itab, NULL, 4, 1, 77, NODE(3), S_IFREG, false, &created);
 	g_assert_cmpuint(c->ino, ==, (UINT64_C(4) << 48) | 77);
 	/* A backend inode number too large for 48 bits, and inode 0, get counter numbers. */
-	a = ff_itab_intern(itab, NULL, 2, 1, UINT64_C(1) << 50, NODE(4), S_IFREG, &created);
-	b = ff_itab_intern(itab, NULL, 2, 1, 0, NODE(5), S_IFREG, &created);
+	a = ff_itab_intern(itab, NULL, 2, 1, UINT64_C(1) << 50, NODE(4), S_IFREG, false, &created);
+	b = ff_itab_intern(itab, NULL, 2, 1, 0, NODE(5), S_IFREG, false, &created);
 	g_assert_cmpuint(a->ino >> 48, ==, 0xffff);
 	g_assert_cmpuint(b->ino >> 48, ==, 0xffff);
 	g_assert_cmpuint(a->ino, !=, b->ino);
@@ -114,8 +140,8 @@ static void test_number_reuse(void)
 	uint64_t composed = (UINT64_C(2) << 48) | 77, counted;
 	bool created;
 
-	x = ff_itab_intern(itab, NULL, 2, 1, 77, NODE(1), S_IFREG, &created);
-	y = ff_itab_intern(itab, NULL, 2, 2, 77, NODE(2), S_IFREG, &created);
+	x = ff_itab_intern(itab, NULL, 2, 1, 77, NODE(1), S_IFREG, false, &created);
+	y = ff_itab_intern(itab, NULL, 2, 2, 77, NODE(2), S_IFREG, false, &created);
 	g_assert_cmpuint(x->ino, ==, composed);
 	counted = y->ino;
 	g_assert_cmpuint(counted, !=, composed);
@@ -134,11 +160,11 @@ static void test_number_reuse(void)
 	g_assert_cmpuint(ff_itab_predict(itab, NULL, 2, 1, 77), ==, composed);
 
 	/* y seen again (as it is): the same inode, not a new one at the free composed number */
-	f = ff_itab_intern(itab, NULL, 2, 2, 77, NODE(3), S_IFREG, &created);
+	f = ff_itab_intern(itab, NULL, 2, 2, 77, NODE(3), S_IFREG, false, &created);
 	g_assert_false(created);
 	g_assert_true(f == y);
 	/* x back: its composed number again */
-	x = ff_itab_intern(itab, NULL, 2, 1, 77, NODE(4), S_IFREG, &created);
+	x = ff_itab_intern(itab, NULL, 2, 1, 77, NODE(4), S_IFREG, false, &created);
 	g_assert_true(created);
 	g_assert_cmpuint(x->ino, ==, composed);
 
@@ -162,7 +188,7 @@ static void test_identity_reused(void)
 	bool created;
 	uint64_t dir_ino;
 
-	dir = ff_itab_intern(itab, NULL, 2, 7, 500, NODE(1), S_IFDIR, &created);
+	dir = ff_itab_intern(itab, NULL, 2, 7, 500, NODE(1), S_IFDIR, false, &created);
 	g_assert_true(created);
 	dir_ino = dir->ino;
 	/* removed through the mount while the kernel still holds it */
@@ -171,7 +197,7 @@ static void test_identity_reused(void)
 	g_mutex_unlock(&dir->lock);
 
 	/* a new file with the same identity: a new record, another number */
-	file = ff_itab_intern(itab, NULL, 2, 7, 500, NODE(2), S_IFREG, &created);
+	file = ff_itab_intern(itab, NULL, 2, 7, 500, NODE(2), S_IFREG, false, &created);
 	g_assert_true(created);
 	g_assert_true(file != dir);
 	g_assert_cmpuint(file->ino, !=, dir_ino);
@@ -188,12 +214,12 @@ static void test_identity_reused(void)
 	g_assert_true(ff_itab_find(itab, NULL, 2, 7, 500) == file);
 
 	/* the same file again: the same record */
-	again = ff_itab_intern(itab, NULL, 2, 7, 500, NODE(3), S_IFREG, &created);
+	again = ff_itab_intern(itab, NULL, 2, 7, 500, NODE(3), S_IFREG, false, &created);
 	g_assert_false(created);
 	g_assert_true(again == file);
 
 	/* the identity becomes a directory: the file's record is retired too, even unremoved */
-	dir2 = ff_itab_intern(itab, NULL, 2, 7, 500, NODE(4), S_IFDIR, &created);
+	dir2 = ff_itab_intern(itab, NULL, 2, 7, 500, NODE(4), S_IFDIR, false, &created);
 	g_assert_true(created);
 	g_assert_true(dir2 != file);
 	g_assert_true(ff_itab_find(itab, NULL, 2, 7, 500) == dir2);
@@ -235,8 +261,8 @@ static gpointer hammer(gpointer data)
 	bool created;
 
 	for (int i = 0; i < ROUNDS; i++) {
-		struct ff_inode *in =
-			ff_itab_intern(itab, NULL, 1, 1, 1 + i % 50, NODE(1), S_IFREG, &created);
+		struct ff_inode *in = ff_itab_intern(itab, NULL, 1, 1, 1 + i % 50, NODE(1), S_IFREG,
+						     false, &created);
 
 		ff_itab_forget(itab, in->ino, 1);
 	}
@@ -263,6 +289,7 @@ int main(int argc, char *argv[])
 	g_test_add_func("/inode/stable-numbers", test_stable_numbers);
 	g_test_add_func("/inode/partial-forget", test_partial_forget);
 	g_test_add_func("/inode/collisions", test_collisions);
+	g_test_add_func("/inode/one-node", test_one_node);
 	g_test_add_func("/inode/number-reuse", test_number_reuse);
 	g_test_add_func("/inode/identity-reused", test_identity_reused);
 	g_test_add_func("/inode/virtual", test_virtual);

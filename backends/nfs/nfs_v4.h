@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * nfs_v4.h - the COMPOUND plumbing that nfs_v4.c (metadata) and nfs_v4_file.c (open files) share:
+ * a COMPOUND is built as a growing array of operations, starts at a path (walked in pieces when
+ * long), and is run synchronously on a leased context.
+ */
+#ifndef FEDFUSE_NFS_V4_H
+#define FEDFUSE_NFS_V4_H
+
+#include <nfsc/libnfs.h>
+#include <nfsc/libnfs-raw.h>
+#include <nfsc/libnfs-raw-nfs4.h>
+
+#include "backends/nfs/nfs.h"
+
+/* Exported by libnfs 4.0 but missing from its headers: sets what nfs_get_error() returns. */
+void rpc_set_error(struct rpc_context *rpc, const char *error_string, ...);
+
+/* What one COMPOUND may spend on LOOKUPs of its path (bytes and operations), and what the
+ * COMPOUNDs that walk a longer path in pieces may: all within libnfs 4.0's 4096-byte encoding
+ * buffer, with room for the credential, filehandles and the operation itself. */
+#define V4_TAIL_BYTES 1024
+#define V4_TAIL_OPS 16
+#define V4_WALK_BYTES 2560
+#define V4_WALK_OPS 32
+
+struct v4_ops {
+	nfs_argop4 *op;
+	unsigned int n, max;
+	GPtrArray *keep;    /* what the operations point into, freed with them */
+	nfs_opnum4 reached; /* after running: the last operation the server answered */
+};
+
+struct v4_call;
+/* Decode a reply; `err` is the COMPOUND's result (0, or -errno when the decoder runs always). */
+typedef int (*v4_decode_fn)(struct v4_call *c, COMPOUND4res *res, int err);
+
+struct v4_call {
+	int done;
+	int err;
+	bool abandoned;	    /* the caller left (event loop failure): free on callback */
+	bool decode_always; /* decode failed COMPOUNDs too */
+	v4_decode_fn decode;
+	void *arg; /* for decode */
+	struct v4_ops *ops;
+	struct rpc_context *rpc;
+};
+
+void nfs4_ops_init(struct v4_ops *o);
+void nfs4_ops_free(struct v4_ops *o);
+/* Append an operation (zeroed but for its number) and return it. */
+nfs_argop4 *nfs4_ops_add(struct v4_ops *o, nfs_opnum4 op);
+/* Append PUTFH of a copy of `fh`. */
+void nfs4_ops_putfh(struct v4_ops *o, const void *fh, size_t len);
+/* Append PUTROOTFH and a LOOKUP per component of `full` (below the server's root), or, when
+ * those would take more than `tail` bytes or V4_TAIL_OPS operations, walk the leading
+ * components first and append PUTFH of where that ended and LOOKUPs of the rest. */
+int nfs4_ops_walk(struct v4_ops *o, struct nfs_context *nfs, const char *full, size_t tail);
+/* Append GETATTR of the attributes decode_fattr4() reads. */
+void nfs4_ops_getattr(struct v4_ops *o);
+/* Run the COMPOUND; `decode` (may be NULL) reads a successful reply inside the callback. */
+int nfs4_ops_run(struct nfs_context *nfs, struct v4_ops *o, v4_decode_fn decode, void *arg);
+/* The same, decoding failed replies too. */
+int nfs4_ops_run_always(struct nfs_context *nfs, struct v4_ops *o, v4_decode_fn decode, void *arg);
+/* The first (or, with `last`, the last) result of operation `op` in the reply, copied. */
+bool nfs4_find_res(const COMPOUND4res *res, nfs_opnum4 op, bool last, nfs_resop4 *out);
+/* The attributes of the last GETATTR in the reply, into `st`. */
+int nfs4_decode_getattr_res(const COMPOUND4res *res, struct stat *st);
+/* XDR of an unsigned 32-bit value, for attribute lists. */
+void nfs4_put_u32(GByteArray *b, uint32_t v);
+
+#endif /* FEDFUSE_NFS_V4_H */
