@@ -150,7 +150,7 @@ static struct ff_inode *file_inode(struct ff_itab *itab, ino_t ino)
 {
 	bool created;
 
-	return ff_itab_intern(itab, NULL, 1, 1, ino, NULL, S_IFREG, &created);
+	return ff_itab_intern(itab, NULL, 1, 1, ino, NULL, S_IFREG, false, &created);
 }
 
 static void test_record_locks(void)

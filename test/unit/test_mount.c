@@ -150,9 +150,9 @@ static void test_identity_by_mount(void)
 	struct ff_inode *a, *b;
 	bool created;
 
-	a = ff_itab_intern(itab, m1, FF_MOUNT_INDEX_NONE, 5, 77, NULL, S_IFREG, &created);
+	a = ff_itab_intern(itab, m1, FF_MOUNT_INDEX_NONE, 5, 77, NULL, S_IFREG, false, &created);
 	g_assert_true(created);
-	b = ff_itab_intern(itab, m2, FF_MOUNT_INDEX_NONE, 5, 77, NULL, S_IFREG, &created);
+	b = ff_itab_intern(itab, m2, FF_MOUNT_INDEX_NONE, 5, 77, NULL, S_IFREG, false, &created);
 	g_assert_true(created);
 	g_assert_true(a != b);
 	g_assert_cmpuint(a->ino, !=, b->ino);
