@@ -33,7 +33,7 @@ bool ff_log_debug_enabled(void)
 	return debug_on;
 }
 
-static void vlog(int prio, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void vlog(int prio, const char *fmt, va_list ap)
 {
 	static const char *const names[] = { "emergency", "alert",  "critical", "error",
 					     "warning",	  "notice", "info",	"debug" };

@@ -20,6 +20,8 @@
 #define SMB_DEFAULT_CONNECTIONS 8 /* contexts per location unless ?connections=N */
 #define SMB_MAX_CONNECTIONS 64
 #define SMB_AUTH_HOLDOFF_US (60 * G_USEC_PER_SEC) /* no new logon for this long after one failed */
+#define SMB_CRED_MAX 4096			  /* a credentials file is a few lines */
+#define SMB_NAME_MAX 255 /* and libsmbclient's fstring buffers for user/password/domain */
 
 struct smb_pool;
 
@@ -120,6 +122,16 @@ static inline struct ff_pathnode *smb_pn(ff_node *node)
 
 /* An operation run by smb_run() on a checked-out context: 0 or -errno. */
 typedef int (*smb_op_fn)(struct smb_loc *loc, struct smb_conn *conn, void *arg);
+
+/* ---- smb_cred.c ------------------------------------------------------------------------------ */
+
+/* Parse a credentials file's text (`len` bytes in `buf`, which has room for one byte more and
+ * is written to) into loc->user, loc->domain and loc->password; messages name `path` and a
+ * line, never the text. 0 or -EINVAL with *msg set. */
+int smb_parse_credentials(char *buf, size_t len, const char *path, struct smb_loc *loc, char **msg);
+/* Read and parse the credentials file `path`: a regular file of the daemon's user that neither
+ * group nor others may access, opened without following a symlink. */
+int smb_read_credentials(const char *path, struct smb_loc *loc, char **msg);
 
 /* ---- smb.c ----------------------------------------------------------------------------------- */
 
