@@ -382,6 +382,22 @@ static int make_path(struct mem_tree *t, const char *path, struct mem_obj **dir)
 	return rc;
 }
 
+/* The file of ?faults=FILE (mem_fault.c), the one option: an absolute path, %-encoded as a
+ * query needs; NULL when the query is anything else. g_free it. */
+static char *faults_file(const struct ff_location_spec *spec)
+{
+	char *file;
+
+	if (!spec->query || !g_str_has_prefix(spec->query, "faults="))
+		return NULL;
+	file = g_uri_unescape_string(spec->query + strlen("faults="), NULL);
+	if (file && (file[0] != '/' || strchr(file, '&'))) {
+		g_free(file);
+		file = NULL;
+	}
+	return file;
+}
+
 static int mem_check(const struct ff_location_spec *spec, char **msg)
 {
 	if (!spec->host || !spec->host[0]) {
@@ -394,8 +410,9 @@ static int mem_check(const struct ff_location_spec *spec, char **msg)
 				       spec->uri, spec->port);
 		return -EINVAL;
 	}
-	if (spec->query) {
-		*msg = g_strdup_printf("mem:// location %s has a query (?%s); it takes no options",
+	if (spec->query && !faults_file(spec)) {
+		*msg = g_strdup_printf("mem:// location %s has a query (?%s); it takes one option, "
+				       "faults=ABSOLUTE_PATH",
 				       spec->uri, spec->query);
 		return -EINVAL;
 	}
@@ -409,7 +426,8 @@ static int mem_check(const struct ff_location_spec *spec, char **msg)
 static int mem_mount(const struct ff_location_spec *spec, const struct ff_notify *notify,
 		     void **loc, char **msg)
 {
-	char *why = NULL;
+	struct mem_faults *faults = NULL;
+	char *why = NULL, *file;
 	struct mem_tree *t;
 	struct mem_obj *root;
 	struct mem_loc *l;
@@ -418,6 +436,18 @@ static int mem_mount(const struct ff_location_spec *spec, const struct ff_notify
 	rc = mem_check(spec, &why);
 	if (rc)
 		goto out_msg;
+	file = faults_file(spec);
+	if (file) {
+		faults = mem_faults_new(file, spec->timeout);
+		g_free(file);
+		rc = mem_fault(faults, "mount");
+		if (rc) {
+			why = g_strdup_printf("mem:// location %s: mount fails: %s (injected)",
+					      spec->uri, g_strerror(-rc));
+			mem_faults_free(faults);
+			goto out_msg;
+		}
+	}
 	t = tree_get(spec->host);
 	g_mutex_lock(&t->lock);
 	rc = make_path(t, spec->path, &root);
@@ -427,12 +457,14 @@ static int mem_mount(const struct ff_location_spec *spec, const struct ff_notify
 	if (rc) {
 		why = g_strdup_printf("mem:// location %s: cannot make %s: %s", spec->uri,
 				      spec->path, g_strerror(-rc));
+		mem_faults_free(faults);
 		goto out_msg;
 	}
 
 	l = g_new0(struct mem_loc, 1);
 	l->tree = t;
 	l->root = root;
+	l->faults = faults;
 	*loc = l;
 	return 0;
 
@@ -451,6 +483,7 @@ static void mem_unmount(void *loc)
 	g_mutex_lock(&l->tree->lock);
 	mem_obj_unref(l->root);
 	g_mutex_unlock(&l->tree->lock);
+	mem_faults_free(l->faults);
 	g_free(l);
 }
 
@@ -458,6 +491,11 @@ static void mem_unmount(void *loc)
 
 static int mem_root(void *loc, const struct ff_cred *cred, ff_node **node, struct stat *st)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "root");
+
+	if (fault)
+		return fault;
+
 	struct mem_loc *l = loc;
 
 	g_mutex_lock(&l->tree->lock);
@@ -474,6 +512,11 @@ static bool is_dot_or_dotdot(const char *name)
 static int mem_lookup(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
 		      ff_node **node, struct stat *st)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "lookup");
+
+	if (fault)
+		return fault;
+
 	struct mem_obj *dir = mem_obj_of(parent), *o = NULL;
 	int rc;
 
@@ -505,6 +548,11 @@ static void mem_forget(void *loc, ff_node *node)
 static int mem_getattr(void *loc, const struct ff_cred *cred, ff_node *node, ff_fh *fh,
 		       struct stat *st)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "getattr");
+
+	if (fault)
+		return fault;
+
 	struct mem_obj *o = fh ? ((struct mem_fh *)fh)->obj : mem_obj_of(node);
 
 	g_mutex_lock(&o->tree->lock);
@@ -597,6 +645,11 @@ static int setattr_apply(const struct ff_cred *cred, struct mem_obj *o, const st
 static int mem_setattr(void *loc, const struct ff_cred *cred, ff_node *node, ff_fh *fh,
 		       const struct stat *attr, unsigned int to_set, struct stat *st)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "setattr");
+
+	if (fault)
+		return fault;
+
 	struct mem_fh *f = (struct mem_fh *)fh;
 	struct mem_obj *o = f ? f->obj : mem_obj_of(node);
 	int rc;
@@ -614,6 +667,11 @@ static int mem_setattr(void *loc, const struct ff_cred *cred, ff_node *node, ff_
 static ssize_t mem_readlink(void *loc, const struct ff_cred *cred, ff_node *node, char *buf,
 			    size_t size)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "readlink");
+
+	if (fault)
+		return fault;
+
 	struct mem_obj *o = mem_obj_of(node);
 	ssize_t len;
 
@@ -641,6 +699,11 @@ struct mem_obj *mem_make(const struct ff_cred *cred, struct mem_obj *dir, const 
 static int mem_mknod(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
 		     mode_t mode, dev_t rdev, ff_node **node, struct stat *st)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "mknod");
+
+	if (fault)
+		return fault;
+
 	struct mem_obj *dir = mem_obj_of(parent), *o;
 	int rc;
 
@@ -677,6 +740,11 @@ static int mem_mknod(void *loc, const struct ff_cred *cred, ff_node *parent, con
 static int mem_mkdir(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
 		     mode_t mode, ff_node **node, struct stat *st)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "mkdir");
+
+	if (fault)
+		return fault;
+
 	struct mem_obj *dir = mem_obj_of(parent);
 	int rc;
 
@@ -692,6 +760,11 @@ static int mem_mkdir(void *loc, const struct ff_cred *cred, ff_node *parent, con
 static int mem_symlink(void *loc, const struct ff_cred *cred, const char *target, ff_node *parent,
 		       const char *name, ff_node **node, struct stat *st)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "symlink");
+
+	if (fault)
+		return fault;
+
 	struct mem_obj *dir = mem_obj_of(parent), *o;
 	size_t len = strlen(target);
 	int rc;
@@ -725,6 +798,11 @@ static bool may_link_source(const struct ff_cred *cred, const struct mem_obj *o)
 static int mem_link(void *loc, const struct ff_cred *cred, ff_node *node, ff_node *newparent,
 		    const char *newname, struct stat *st)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "link");
+
+	if (fault)
+		return fault;
+
 	struct mem_obj *o = mem_obj_of(node), *dir = mem_obj_of(newparent);
 	int rc;
 
@@ -795,11 +873,21 @@ static int remove_name(const struct ff_cred *cred, ff_node *parent, const char *
 
 static int mem_unlink(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "unlink");
+
+	if (fault)
+		return fault;
+
 	return remove_name(cred, parent, name, false);
 }
 
 static int mem_rmdir(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "rmdir");
+
+	if (fault)
+		return fault;
+
 	return remove_name(cred, parent, name, true);
 }
 
@@ -864,6 +952,11 @@ static void rename_exchange(struct mem_obj *sdir, const char *name, struct mem_o
 static int mem_rename(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
 		      ff_node *newparent, const char *newname, unsigned int flags)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "rename");
+
+	if (fault)
+		return fault;
+
 	struct mem_obj *sdir = mem_obj_of(parent), *ddir = mem_obj_of(newparent), *src = NULL,
 		       *dst = NULL;
 	struct timespec now;

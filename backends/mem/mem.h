@@ -67,6 +67,7 @@ struct mem_obj {
 struct mem_loc {
 	struct mem_tree *tree;
 	struct mem_obj *root;
+	struct mem_faults *faults; /* ?faults=FILE (mem_fault.c), or NULL */
 };
 
 struct mem_fh {
@@ -87,6 +88,15 @@ struct mem_dir {
 	GArray *entries;     /* struct mem_dirent, sorted by name; offsets index it */
 	bool fresh;	     /* nothing listed yet: a listing from 0 need not look again */
 };
+
+/* ---- mem_fault.c ----------------------------------------------------------------------------- */
+
+struct mem_faults;
+/* The faults FILE asks for, on a location whose operations may take `timeout` seconds. */
+struct mem_faults *mem_faults_new(const char *file, double timeout);
+void mem_faults_free(struct mem_faults *f);
+/* Before operation `op`: 0, or -errno to answer instead (after any delay FILE asks for). */
+int mem_fault(struct mem_faults *f, const char *op);
 
 /* ---- mem.c ----------------------------------------------------------------------------------- */
 

@@ -58,6 +58,11 @@ static int open_locked(const struct ff_cred *cred, struct mem_obj *o, int flags,
 
 int mem_open(void *loc, const struct ff_cred *cred, ff_node *node, int flags, ff_fh **fh)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "open");
+
+	if (fault)
+		return fault;
+
 	struct mem_obj *o = mem_obj_of(node);
 	int rc;
 
@@ -70,6 +75,11 @@ int mem_open(void *loc, const struct ff_cred *cred, ff_node *node, int flags, ff
 int mem_create(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
 	       mode_t mode, int flags, ff_node **node, struct stat *st, ff_fh **fh)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "create");
+
+	if (fault)
+		return fault;
+
 	struct mem_obj *dir = mem_obj_of(parent), *o;
 	int rc;
 
@@ -95,6 +105,11 @@ int mem_create(void *loc, const struct ff_cred *cred, ff_node *parent, const cha
 
 ssize_t mem_read(void *loc, ff_fh *fh, void *buf, size_t size, off_t off)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "read");
+
+	if (fault)
+		return fault;
+
 	struct mem_fh *f = (struct mem_fh *)fh;
 	struct mem_obj *o = f->obj;
 	ssize_t n = 0;
@@ -139,6 +154,11 @@ static ssize_t write_locked(const struct ff_cred *cred, struct mem_obj *o, const
 ssize_t mem_write(void *loc, const struct ff_cred *cred, ff_fh *fh, const void *buf, size_t size,
 		  off_t off)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "write");
+
+	if (fault)
+		return fault;
+
 	struct mem_fh *f = (struct mem_fh *)fh;
 	ssize_t n;
 
@@ -153,11 +173,21 @@ ssize_t mem_write(void *loc, const struct ff_cred *cred, ff_fh *fh, const void *
 /* Memory has nothing to flush or sync. */
 int mem_flush(void *loc, ff_fh *fh)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "flush");
+
+	if (fault)
+		return fault;
+
 	return 0;
 }
 
 int mem_fsync(void *loc, ff_fh *fh, int datasync)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "fsync");
+
+	if (fault)
+		return fault;
+
 	return 0;
 }
 
@@ -193,6 +223,11 @@ static int fallocate_locked(const struct ff_cred *cred, struct mem_obj *o, int m
 
 int mem_fallocate(void *loc, const struct ff_cred *cred, ff_fh *fh, int mode, off_t off, off_t len)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "fallocate");
+
+	if (fault)
+		return fault;
+
 	struct mem_fh *f = (struct mem_fh *)fh;
 	int rc;
 
@@ -216,6 +251,11 @@ int mem_fallocate(void *loc, const struct ff_cred *cred, ff_fh *fh, int mode, of
  * core's, which knows the position. */
 off_t mem_lseek(void *loc, ff_fh *fh, off_t off, int whence)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "lseek");
+
+	if (fault)
+		return fault;
+
 	struct mem_obj *o = ((struct mem_fh *)fh)->obj;
 	off_t size, res;
 
@@ -257,6 +297,11 @@ static ssize_t copy_locked(const struct ff_cred *cred, struct mem_obj *src, off_
 ssize_t mem_copy_file_range(void *loc, const struct ff_cred *cred, ff_fh *fh_in, off_t off_in,
 			    ff_fh *fh_out, off_t off_out, size_t len, int flags)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "copy_file_range");
+
+	if (fault)
+		return fault;
+
 	struct mem_fh *in = (struct mem_fh *)fh_in, *out = (struct mem_fh *)fh_out;
 	struct mem_obj *src = in->obj, *dst = out->obj;
 	ssize_t n = 0;
@@ -316,6 +361,11 @@ static GArray *snapshot_locked(const struct mem_obj *dir)
 
 int mem_opendir(void *loc, const struct ff_cred *cred, ff_node *node, ff_dh **dh)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "opendir");
+
+	if (fault)
+		return fault;
+
 	struct mem_obj *o = mem_obj_of(node);
 	struct mem_dir *d;
 	int rc = 0;
@@ -362,6 +412,11 @@ static struct mem_obj *entry_node(const struct ff_cred *cred, struct mem_obj *di
 int mem_readdir(void *loc, const struct ff_cred *cred, ff_node *node, ff_dh *dh, off_t off,
 		bool plus, ff_fill_fn fill, void *buf)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "readdir");
+
+	if (fault)
+		return fault;
+
 	struct mem_dir *d = (struct mem_dir *)dh;
 	int rc = 0;
 
@@ -419,6 +474,11 @@ int mem_releasedir(void *loc, ff_dh *dh)
 
 int mem_fsyncdir(void *loc, ff_dh *dh, int datasync)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "fsyncdir");
+
+	if (fault)
+		return fault;
+
 	return 0;
 }
 
@@ -426,6 +486,11 @@ int mem_fsyncdir(void *loc, ff_dh *dh, int datasync)
 
 int mem_statfs(void *loc, const struct ff_cred *cred, ff_node *node, struct statvfs *st)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "statfs");
+
+	if (fault)
+		return fault;
+
 	struct mem_tree *t = ((struct mem_loc *)loc)->tree;
 	guint64 used;
 
@@ -490,6 +555,11 @@ static int xattr_may(const struct ff_cred *cred, const struct mem_obj *o, const 
 int mem_setxattr(void *loc, const struct ff_cred *cred, ff_node *node, const char *name,
 		 const void *value, size_t size, int flags)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "setxattr");
+
+	if (fault)
+		return fault;
+
 	struct mem_obj *o = mem_obj_of(node);
 	bool exists;
 	int rc;
@@ -529,6 +599,11 @@ static ssize_t give_value(const void *data, size_t len, void *buf, size_t size)
 ssize_t mem_getxattr(void *loc, const struct ff_cred *cred, ff_node *node, const char *name,
 		     void *buf, size_t size)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "getxattr");
+
+	if (fault)
+		return fault;
+
 	struct mem_obj *o = mem_obj_of(node);
 	GBytes *value = NULL;
 	const void *data;
@@ -557,6 +632,11 @@ static int name_cmp(const void *a, const void *b)
 
 ssize_t mem_listxattr(void *loc, const struct ff_cred *cred, ff_node *node, char *buf, size_t size)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "listxattr");
+
+	if (fault)
+		return fault;
+
 	struct mem_obj *o = mem_obj_of(node);
 	GString *list = g_string_new(NULL);
 	ssize_t rc = 0;
@@ -584,6 +664,11 @@ ssize_t mem_listxattr(void *loc, const struct ff_cred *cred, ff_node *node, char
 
 int mem_removexattr(void *loc, const struct ff_cred *cred, ff_node *node, const char *name)
 {
+	int fault = mem_fault(((struct mem_loc *)loc)->faults, "removexattr");
+
+	if (fault)
+		return fault;
+
 	struct mem_obj *o = mem_obj_of(node);
 	int rc;
 

@@ -23,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SRCDIR = os.environ.get("FEDFUSE_SRCDIR") or os.path.dirname(os.path.dirname(HERE))
 BUILDDIR = os.environ.get("FEDFUSE_BUILDDIR") or SRCDIR
 DAEMON = os.path.join(BUILDDIR, "fedfuse", "fedfuse")
-BACKEND_DIRS = [os.path.join(BUILDDIR, "backends", d, ".libs") for d in ("local", "nfs", "smb")]
+BACKEND_DIRS = [os.path.join(BUILDDIR, "backends", d, ".libs") for d in ("local", "nfs", "smb", "mem")]
 STATE = os.environ.get("FEDFUSE_TEST_STATE", "/tmp/fedfuse-servers")
 SERVERS_ENV = os.path.join(STATE, "servers.env")
 
