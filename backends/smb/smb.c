@@ -321,6 +321,7 @@ static void smb_loc_free(struct smb_loc *loc)
 	if (!loc)
 		return;
 	smb_pool_destroy(&loc->pool);
+	smb_names_clear(loc);
 	ff_pathtree_free(loc->tree);
 	if (loc->open) {
 		g_hash_table_destroy(loc->open);
@@ -419,6 +420,7 @@ static int smb_mount(const struct ff_location_spec *spec, const struct ff_notify
 	g_mutex_init(&loc->wlock);
 	g_rw_lock_init(&loc->gate);
 	loc->open = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, smb_open_node_free);
+	smb_names_init(loc);
 	rc = smb_pool_init(&loc->pool, loc, t.connections);
 	if (rc) {
 		*msg = g_strdup("libsmbclient could not be initialised");

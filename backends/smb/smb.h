@@ -80,9 +80,11 @@ struct smb_loc {
 	struct smb_pool pool;
 	/* Lock order: gate, then a pool's context (checked out), then wlock, then the path tree's
 	 * lock; pool->lock is a leaf. */
-	GRWLock gate;	  /* handle operations read; moving open handles (rename) writes */
-	GMutex wlock;	  /* guards open */
-	GHashTable *open; /* struct ff_pathnode * -> struct smb_open_node * (smb_file.c) */
+	GRWLock gate;	   /* handle operations read; moving open handles (rename) writes */
+	GMutex wlock;	   /* guards open */
+	GHashTable *open;  /* struct ff_pathnode * -> struct smb_open_node * (smb_file.c) */
+	GMutex names_lock; /* a leaf lock, for names */
+	GHashTable *names; /* directory URL -> its exact names, recently listed (smb_case.c) */
 };
 
 /*
@@ -106,6 +108,8 @@ struct smb_file {
 struct smb_path_arg {
 	const char *url;
 	const char *url2;
+	const char *dir2_url; /* rename: url2's directory, and its name there */
+	const char *name2;
 	off_t size;
 	mode_t mode;
 	struct timeval tv[2];
@@ -122,6 +126,21 @@ static inline struct ff_pathnode *smb_pn(ff_node *node)
 
 /* An operation run by smb_run() on a checked-out context: 0 or -errno. */
 typedef int (*smb_op_fn)(struct smb_loc *loc, struct smb_conn *conn, void *arg);
+
+/* ---- smb_case.c ------------------------------------------------------------------------------ */
+
+void smb_names_init(struct smb_loc *loc);
+void smb_names_clear(struct smb_loc *loc);
+/* Remember the exact names `set` (a set of g_malloc'd strings, taken over) of a directory just
+ * listed. */
+void smb_names_note(struct smb_loc *loc, const char *dir_url, GHashTable *set);
+/* Is `name` in the directory at `dir_url`, spelled exactly? 1 or 0, or -errno; lists the
+ * directory on `ctx` (checked out) unless a listing is recent. */
+int smb_name_exact(struct smb_loc *loc, SMBCCTX *ctx, const char *dir_url, const char *name);
+/* The same for a directory node, on a context of the pool. */
+int smb_name_exact_in(struct smb_loc *loc, struct ff_pathnode *dir, const char *name);
+/* The mount changed directory `dir` (a name made, removed or renamed): forget its listing. */
+void smb_names_changed(struct smb_loc *loc, struct ff_pathnode *dir);
 
 /* ---- smb_cred.c ------------------------------------------------------------------------------ */
 

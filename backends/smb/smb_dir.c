@@ -83,8 +83,17 @@ static int smb_list(struct smb_loc *loc, struct smb_dir *dh)
 	if (!a.url)
 		return -ESTALE;
 	rc = smb_run(loc, false, smb_list_fn, &a);
-	if (rc)
+	if (rc) {
 		g_array_set_size(dh->ents, 0);
+	} else {
+		/* what lookups check names against (smb_case.c) */
+		GHashTable *set = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+
+		for (guint i = 0; i < dh->ents->len; i++)
+			g_hash_table_add(
+				set, g_strdup(g_array_index(dh->ents, struct smb_dirent, i).name));
+		smb_names_note(loc, a.url, set);
+	}
 	dh->served = false;
 	g_free((char *)a.url);
 	return rc;

@@ -310,20 +310,29 @@ int smb_create(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 	a.st = st;
 	a.fh = g_new0(struct smb_file, 1);
 	a.fh->flags = flags;
-	/* A mode without write bits makes the new file read-only (the DOS attribute), as cifs
-	 * does at create; a file that existed keeps its attributes, so find out which it is. */
+	/* Exclusive first, always: the server may match the name without case, and opening
+	 * "foo.h" must not open (and truncate) "Foo.h". When a file is there, open it only if
+	 * its name is spelled exactly so (made since the kernel's lookup); else the name is
+	 * taken: EEXIST. And a mode without write bits makes a new file read-only (the DOS
+	 * attribute), as cifs does at create, while a file that existed keeps its attributes. */
 	ro = !(mode & 0222);
-	if (ro && !(a.flags & O_EXCL)) {
+	if (!(a.flags & O_EXCL)) {
 		a.flags |= O_EXCL;
 		rc = smb_run(loc, true, smb_open_fn, &a);
 		a.flags &= ~O_EXCL;
 		if (rc == -EEXIST) {
 			ro = false;
-			rc = smb_run(loc, true, smb_open_fn, &a);
+			smb_names_changed(loc, smb_pn(parent));
+			rc = smb_name_exact_in(loc, smb_pn(parent), name);
+			if (rc == 1)
+				rc = smb_run(loc, true, smb_open_fn, &a);
+			else if (rc == 0)
+				rc = -EEXIST;
 		}
 	} else {
 		rc = smb_run(loc, true, smb_open_fn, &a);
 	}
+	smb_names_changed(loc, smb_pn(parent));
 	if (rc == 0 && ro) {
 		/* Our handle keeps the write access it was opened with. Best effort: the file
 		 * exists and is open now. */

@@ -60,9 +60,17 @@ int smb_lookup(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 	if (!url)
 		return -ENOENT;
 	rc = smb_stat_url(loc, url, st);
-	if (rc == 0)
-		*node = (ff_node *)ff_pathtree_child(loc->tree, smb_pn(parent), name);
 	g_free(url);
+	if (rc == 0) {
+		/* the server may have found the name in another case */
+		rc = smb_name_exact_in(loc, smb_pn(parent), name);
+		if (rc == 0)
+			return -ENOENT;
+		if (rc < 0)
+			return rc;
+		*node = (ff_node *)ff_pathtree_child(loc->tree, smb_pn(parent), name);
+		rc = 0;
+	}
 	return rc;
 }
 
@@ -300,6 +308,7 @@ int smb_mkdir(void *loc_, const struct ff_cred *cred, ff_node *parent, const cha
 		return -ENOENT;
 	a.url = url;
 	rc = smb_run(loc, false, smb_mkdir_fn, &a);
+	smb_names_changed(loc, smb_pn(parent));
 	if (rc == 0)
 		*node = (ff_node *)ff_pathtree_child(loc->tree, smb_pn(parent), name);
 	g_free(url);
@@ -372,6 +381,7 @@ static int remove_name(struct smb_loc *loc, ff_node *parent, const char *name,
 	rc = smb_run(loc, false, fn, &a);
 	if (rc == -EBUSY && smb_pool_wait_reaped(&loc->pool))
 		rc = smb_run(loc, false, fn, &a);
+	smb_names_changed(loc, smb_pn(parent));
 	if (rc == 0)
 		ff_pathtree_unlink(loc->tree, smb_pn(parent), name);
 	g_free((char *)a.url);
@@ -417,6 +427,14 @@ int smb_rename_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg)
 	rc = smb_stat_raw(ctx, a->url2, &dst);
 	if (rc && rc != -ENOENT)
 		return rc;
+	if (rc == 0 && !(src.st_ino == dst.st_ino && src.st_ino != 0) && a->dir2_url) {
+		/* Another object: if the server found the target name in another case, that
+		 * file is not the target and must not be replaced. */
+		int exact = smb_name_exact(loc, ctx, a->dir2_url, a->name2);
+
+		if (exact <= 0)
+			return exact < 0 ? exact : -EEXIST;
+	}
 	if (rc == 0 && src.st_ino == dst.st_ino && src.st_ino != 0) {
 		/* The same object: a change of case only (or no change at all). */
 		if (strcmp(a->url, a->url2) == 0)
@@ -464,13 +482,17 @@ int smb_rename(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 		return rc;
 	a.url = smb_url(loc, smb_pn(parent), name);
 	a.url2 = smb_url(loc, smb_pn(newparent), newname);
-	if (!a.url || !a.url2) {
+	a.dir2_url = smb_url(loc, smb_pn(newparent), NULL);
+	a.name2 = newname;
+	if (!a.url || !a.url2 || !a.dir2_url) {
 		rc = -ENOENT;
 		goto out;
 	}
 	rc = smb_run(loc, false, smb_rename_fn, &a);
 	if (rc == -EBUSY && smb_pool_wait_reaped(&loc->pool))
 		rc = smb_run(loc, false, smb_rename_fn, &a);
+	smb_names_changed(loc, smb_pn(parent));
+	smb_names_changed(loc, smb_pn(newparent));
 	if (rc == 0)
 		ff_pathtree_rename(loc->tree, smb_pn(parent), name, smb_pn(newparent), newname,
 				   false);
@@ -479,5 +501,6 @@ int smb_rename(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 out:
 	g_free((char *)a.url);
 	g_free((char *)a.url2);
+	g_free((char *)a.dir2_url);
 	return rc;
 }

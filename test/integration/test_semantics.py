@@ -355,6 +355,38 @@ def test_dir_removed_behind_the_back(mounted):
         assert os.listdir(mounted.d("a", "behind", f"new{i}")) == []
 
 
+def test_names_differing_in_case(mounted):
+    """Names that differ only in case. A case-sensitive location holds two files; an SMB share
+    matches names without case (Samba's default), where the create of the second name must
+    fail EEXIST rather than open and truncate the first (`echo b > foo.h` emptied Foo.h), a
+    rename onto it must fail rather than replace the first, and a rename that changes only the
+    case works. Nothing is ever written to the other file."""
+    a = mounted.p("a")
+    insensitive = mounted.kind == "smb"
+    create(os.path.join(a, "Foo.h"), b"first")
+    create(os.path.join(a, "x"), b"x")
+    if insensitive:
+        expect_errno(errno.ENOENT, os.stat, os.path.join(a, "foo.h"))
+        expect_errno(errno.EEXIST, write_file, os.path.join(a, "foo.h"), b"second")
+        expect_errno(errno.EEXIST, os.mkdir, os.path.join(a, "FOO.h"))
+        expect_errno(errno.EEXIST, os.rename, os.path.join(a, "x"), os.path.join(a, "foo.H"))
+        assert listdir_set(a) == {"Foo.h", "x", "nested"}
+        assert read_file(os.path.join(a, "x")) == b"x"
+    else:
+        write_file(os.path.join(a, "foo.h"), b"second")
+        os.mkdir(os.path.join(a, "FOO.h"))
+        os.rename(os.path.join(a, "x"), os.path.join(a, "foo.H"))
+        assert listdir_set(a) == {"Foo.h", "foo.h", "FOO.h", "foo.H", "nested"}
+        assert read_file(os.path.join(a, "foo.h")) == b"second"
+        assert read_file(os.path.join(a, "foo.H")) == b"x"
+    assert read_file(os.path.join(a, "Foo.h")) == b"first"
+    assert read_file(mounted.d("a", "Foo.h")) == b"first"
+    # a change of case only
+    os.rename(os.path.join(a, "Foo.h"), os.path.join(a, "FOO.H"))
+    assert read_file(os.path.join(a, "FOO.H")) == b"first"
+    assert "FOO.H" in os.listdir(a) and "Foo.h" not in os.listdir(a)
+
+
 def test_names_smb_cannot_hold(mounted):
     """Names SMB cannot hold as they are (reserved characters; a trailing "." or " ", which
     the server would drop and list under a mangled name) are refused on SMB referrals with
