@@ -277,6 +277,19 @@ static int created(struct nfs_op *op, ff_node *parent, const char *name, const c
 	return rc;
 }
 
+/* NFSv4: CREATE of `name` (not a regular file) in `parent` at `path`, and its node. */
+static int create_v4(struct nfs_op *op, ff_node *parent, const char *name, const char *path,
+		     mode_t mode, dev_t rdev, const char *target, ff_node **node, struct stat *st)
+{
+	char *full = nfs_v4_path(op->loc, path);
+	int rc = nfs4_create(op->loc, op->nfs, full, mode, rdev, target, st);
+
+	g_free(full);
+	if (rc == 0)
+		*node = nfs_child_node(op->loc, parent, name);
+	return rc;
+}
+
 int nfs_mknod_node(void *l, const struct ff_cred *cred, ff_node *parent, const char *name,
 		   mode_t mode, dev_t rdev, ff_node **node, struct stat *st)
 {
@@ -293,17 +306,16 @@ int nfs_mknod_node(void *l, const struct ff_cred *cred, ff_node *parent, const c
 	    !S_ISBLK(mode)) {
 		rc = -EINVAL;
 		goto out_end;
+	} else if (loc->version == 4 && !S_ISREG(mode)) {
+		rc = create_v4(&op, parent, name, path, mode, rdev, NULL, node, st);
+		goto out_end;
 	} else if (loc->version == 4) {
-		full = nfs_v4_path(loc, path);
-		if (S_ISREG(mode)) {
-			struct nfs4_file *f;
+		struct nfs4_file *f;
 
-			rc = nfs4_file_open(op.conn, full, O_WRONLY, true, mode, &f, st);
-			if (rc == 0)
-				rc = nfs4_file_close(op.conn, f);
-		} else {
-			rc = nfs4_create(loc, op.nfs, full, mode, rdev, NULL, st);
-		}
+		full = nfs_v4_path(loc, path);
+		rc = nfs4_file_open(op.conn, full, O_WRONLY, true, mode, &f, st);
+		if (rc == 0)
+			rc = nfs4_file_close(op.conn, f);
 		g_free(full);
 		if (rc == 0)
 			*node = nfs_child_node(loc, parent, name);
@@ -343,12 +355,8 @@ int nfs_mkdir_node(void *l, const struct ff_cred *cred, ff_node *parent, const c
 	if (rc)
 		return rc;
 	if (loc->version == 4) {
-		char *full = nfs_v4_path(loc, path);
-
-		rc = nfs4_create(loc, op.nfs, full, S_IFDIR | (mode & 07777), 0, NULL, st);
-		g_free(full);
-		if (rc == 0)
-			*node = nfs_child_node(loc, parent, name);
+		rc = create_v4(&op, parent, name, path, S_IFDIR | (mode & 07777), 0, NULL, node,
+			       st);
 	} else {
 		rc = nfs_mkdir2(op.nfs, path, (int)(mode & 07777));
 		rc = rc < 0 ? nfs_map_error(op.nfs, rc)
@@ -371,12 +379,7 @@ int nfs_symlink_node(void *l, const struct ff_cred *cred, const char *target, ff
 	if (rc)
 		return rc;
 	if (loc->version == 4) {
-		char *full = nfs_v4_path(loc, path);
-
-		rc = nfs4_create(loc, op.nfs, full, S_IFLNK | 0777, 0, target, st);
-		g_free(full);
-		if (rc == 0)
-			*node = nfs_child_node(loc, parent, name);
+		rc = create_v4(&op, parent, name, path, S_IFLNK | 0777, 0, target, node, st);
 	} else {
 		rc = nfs_symlink(op.nfs, target, path);
 		if (rc < 0)

@@ -20,6 +20,7 @@
 #include "fedfuse/gateway.h"
 #include "fedfuse/location.h"
 #include "fedfuse/plugins.h"
+#include "test/unit/fixture.h"
 
 struct fuse_req {
 	int err;
@@ -40,83 +41,12 @@ int fuse_reply_buf(fuse_req_t req, const char *buf, size_t size)
 	return 0;
 }
 
-static const struct ff_cred root_cred = { .uid = 0, .gid = 0, .umask = 022 };
-static const struct ff_cred *cred = &root_cred;
-static char *tmp;
-static struct ff_mounts *setup;
-
-/* ---- trees and state (as in test_resolve.c) ---------------------------------------------------- */
-
-static struct ff_mount *setup_mount(const char *uri, ff_node **root)
-{
-	struct ff_location loc;
-	g_autofree char *msg = NULL;
-	struct ff_mount *m;
-	struct stat st;
-
-	g_assert_true(ff_location_parse(uri, &loc, &msg));
-	m = ff_mounts_get(setup, "/setup", &loc, 1.0, NULL);
-	ff_location_clear(&loc);
-	g_assert_cmpint(ff_mount_connect(m), ==, 0);
-	g_assert_cmpint(ff_gw_root(m, cred, root, &st), ==, 0);
-	ff_mount_unref(m);
-	return m;
-}
-
-static void make(const char *uri, const char *name, bool dir)
-{
-	ff_node *root, *node;
-	struct ff_mount *m = setup_mount(uri, &root);
-	struct stat st;
-	ff_fh *fh;
-
-	if (dir) {
-		g_assert_cmpint(ff_gw_mkdir(m, cred, root, name, 0755, &node, &st), ==, 0);
-	} else {
-		g_assert_cmpint(ff_gw_create(m, cred, root, name, 0644, O_RDWR | O_CREAT | O_EXCL,
-					     &node, &st, &fh),
-				==, 0);
-		g_assert_cmpint(ff_gw_release(m, fh), ==, 0);
-	}
-	ff_gw_forget(m, node);
-	ff_gw_forget(m, root);
-}
-
-static void unlink_file(const char *uri, const char *name)
-{
-	ff_node *root;
-	struct ff_mount *m = setup_mount(uri, &root);
-
-	g_assert_cmpint(ff_gw_unlink(m, cred, root, name), ==, 0);
-	ff_gw_forget(m, root);
-}
-
-static struct ff_state *state_new(const char *ns_text)
-{
-	struct ff_state *s = g_new0(struct ff_state, 1);
-	g_autofree char *file = g_build_filename(tmp, "namespace.conf", NULL);
-	g_autoptr(GError) err = NULL;
-
-	g_assert_true(g_file_set_contents(file, ns_text, -1, NULL));
-	s->ns = ff_namespace_load(file, ff_plugin_check_location, NULL, &err);
-	g_assert_no_error(err);
-	ff_state_init(s);
-	s->mounts = ff_mounts_new();
-	return s;
-}
-
-static void state_free(struct ff_state *s)
-{
-	ff_state_clear(s);
-	g_free(s);
-}
-
 static struct ff_inode *lookup(struct ff_state *s, struct ff_inode *parent, const char *name)
 {
 	struct fuse_entry_param e;
 	struct ff_ctx c;
 
-	ff_ctx_begin(&c, s, cred);
+	ff_ctx_begin(&c, s, fx_cred);
 	g_assert_cmpint(ff_resolve_lookup(&c, parent, name, &e), ==, 0);
 	ff_ctx_end(&c);
 	return ff_itab_get(s->itab, e.ino);
@@ -127,7 +57,7 @@ static int dir_open(struct ff_state *s, struct ff_inode *inode, struct ff_dir **
 	struct ff_ctx c;
 	int rc;
 
-	ff_ctx_begin(&c, s, cred);
+	ff_ctx_begin(&c, s, fx_cred);
 	rc = ff_dir_open(&c, inode, dir);
 	ff_ctx_end(&c);
 	return rc;
@@ -150,7 +80,7 @@ static guint read_once(struct ff_state *s, struct ff_dir *dir, size_t size, off_
 	size_t pos = 0;
 	guint n = 0;
 
-	ff_ctx_begin(&c, s, cred);
+	ff_ctx_begin(&c, s, fx_cred);
 	ff_dir_read(&c, &req, dir, size, off, plus);
 	ff_ctx_end(&c);
 	g_assert_cmpint(req.err, ==, 0);
@@ -227,8 +157,8 @@ static char *sorted_names(struct listed *l)
 
 static void test_namespace_listing(void)
 {
-	struct ff_state *s = state_new("[/a]\nlocations=mem://dl-ns/a\n\n"
-				       "[/virt/deep]\nlocations=mem://dl-ns/deep\n");
+	struct ff_state *s = fx_state_new("[/a]\nlocations=mem://dl-ns/a\n\n"
+					  "[/virt/deep]\nlocations=mem://dl-ns/deep\n");
 	struct ff_inode *root = ff_itab_get(s->itab, FF_INO_ROOT);
 	struct listed *l = listed_new();
 	g_autofree char *names = NULL;
@@ -240,20 +170,20 @@ static void test_namespace_listing(void)
 	names = sorted_names(l);
 	g_assert_cmpstr(names, ==, ". .. a virt"); /* not .fedfuse */
 	listed_free(l);
-	state_free(s);
+	fx_state_free(s);
 }
 
 static void test_nested_referral_hides(void)
 {
-	struct ff_state *s = state_new("[/a]\nlocations=mem://dl-hide/a\n\n"
-				       "[/a/nested]\nlocations=mem://dl-hide/n\n");
+	struct ff_state *s = fx_state_new("[/a]\nlocations=mem://dl-hide/a\n\n"
+					  "[/a/nested]\nlocations=mem://dl-hide/n\n");
 	struct listed *l = listed_new();
 	g_autofree char *names = NULL;
 	struct ff_inode *a;
 	struct ff_dir *dir;
 
-	make("mem://dl-hide/a", "nested", true); /* covered by the nested referral */
-	make("mem://dl-hide/a", "x", false);
+	fx_make_dir("mem://dl-hide/a", "nested", NULL); /* covered by the nested referral */
+	fx_make_file("mem://dl-hide/a", "x");
 	a = lookup(s, ff_itab_get(s->itab, FF_INO_ROOT), "a");
 	g_assert_cmpint(dir_open(s, a, &dir), ==, 0);
 	read_all(s, dir, 4096, false, l);
@@ -262,12 +192,12 @@ static void test_nested_referral_hides(void)
 	g_assert_cmpstr(names, ==, ". .. nested x");
 	ff_itab_forget(s->itab, a->ino, 1);
 	listed_free(l);
-	state_free(s);
+	fx_state_free(s);
 }
 
 static void test_pieces_and_snapshot(void)
 {
-	struct ff_state *s = state_new("[/d]\nlocations=mem://dl-snap/d\n");
+	struct ff_state *s = fx_state_new("[/d]\nlocations=mem://dl-snap/d\n");
 	struct listed *l = listed_new(), *again = listed_new();
 	g_autofree char *expected = NULL, *names = NULL, *rewound = NULL;
 	GString *want = g_string_new(". ..");
@@ -277,7 +207,7 @@ static void test_pieces_and_snapshot(void)
 	for (int i = 0; i < 40; i++) {
 		g_autofree char *name = g_strdup_printf("file-with-a-longish-name-%02d", i);
 
-		make("mem://dl-snap/d", name, false);
+		fx_make_file("mem://dl-snap/d", name);
 		g_string_append_printf(want, " %s", name);
 	}
 	expected = g_string_free(want, FALSE);
@@ -287,8 +217,8 @@ static void test_pieces_and_snapshot(void)
 	/* a few entries per read; in between, one name goes and one comes: the open listing is
 	 * the snapshot it took */
 	g_assert_cmpuint(read_once(s, dir, 200, 0, false, l), >, 0);
-	unlink_file("mem://dl-snap/d", "file-with-a-longish-name-39");
-	make("mem://dl-snap/d", "new", false);
+	fx_unlink_file("mem://dl-snap/d", "file-with-a-longish-name-39");
+	fx_make_file("mem://dl-snap/d", "new");
 	while (read_once(s, dir, 200, l->next, false, l))
 		;
 	names = sorted_names(l);
@@ -303,21 +233,21 @@ static void test_pieces_and_snapshot(void)
 	ff_itab_forget(s->itab, d->ino, 1);
 	listed_free(l);
 	listed_free(again);
-	state_free(s);
+	fx_state_free(s);
 }
 
 static void test_plus(void)
 {
-	struct ff_state *s = state_new("[/p]\nlocations=mem://dl-plus/p\n");
+	struct ff_state *s = fx_state_new("[/p]\nlocations=mem://dl-plus/p\n");
 	struct listed *l = listed_new();
 	struct ff_inode *p;
 	struct ff_dir *dir;
 	size_t before;
 	guint counted = 0;
 
-	make("mem://dl-plus/p", "f1", false);
-	make("mem://dl-plus/p", "f2", false);
-	make("mem://dl-plus/p", "sub", true);
+	fx_make_file("mem://dl-plus/p", "f1");
+	fx_make_file("mem://dl-plus/p", "f2");
+	fx_make_dir("mem://dl-plus/p", "sub", NULL);
 	p = lookup(s, ff_itab_get(s->itab, FF_INO_ROOT), "p");
 	before = ff_itab_count(s->itab);
 	g_assert_cmpint(dir_open(s, p, &dir), ==, 0);
@@ -338,30 +268,15 @@ static void test_plus(void)
 	g_assert_cmpuint(ff_itab_count(s->itab), ==, before);
 	ff_itab_forget(s->itab, p->ino, 1);
 	listed_free(l);
-	state_free(s);
+	fx_state_free(s);
 }
 
 int main(int argc, char **argv)
 {
-	const char *builddir = g_getenv("FEDFUSE_BUILDDIR");
-	g_autofree char *dirs = NULL;
-	g_autofree char *file = NULL;
-	int rc;
-
-	g_test_init(&argc, &argv, NULL);
-	dirs = g_strdup_printf("%s/backends/mem/.libs", builddir ? builddir : ".");
-	g_setenv("FEDFUSE_BACKEND_DIR", dirs, TRUE);
-	tmp = g_dir_make_tmp("dir-XXXXXX", NULL);
-	setup = ff_mounts_new();
+	fx_init(&argc, &argv, "dir", false);
 	g_test_add_func("/dir/namespace-listing", test_namespace_listing);
 	g_test_add_func("/dir/nested-referral-hides", test_nested_referral_hides);
 	g_test_add_func("/dir/pieces-and-snapshot", test_pieces_and_snapshot);
 	g_test_add_func("/dir/plus", test_plus);
-	rc = g_test_run();
-	ff_mounts_free(setup);
-	file = g_build_filename(tmp, "namespace.conf", NULL);
-	g_unlink(file);
-	g_rmdir(tmp);
-	g_free(tmp);
-	return rc;
+	return fx_finish(g_test_run());
 }

@@ -19,83 +19,9 @@
 #include "fedfuse/location.h"
 #include "fedfuse/plugins.h"
 #include "fedfuse/resolve.h"
-
-static const struct ff_cred root_cred = { .uid = 0, .gid = 0, .umask = 022 };
-static const struct ff_cred *cred = &root_cred;
-static char *tmp;
-
-/* ---- setting up trees, through mounts of their own ------------------------------------------ */
-
-static struct ff_mounts *setup;
-
-static struct ff_mount *setup_mount(const char *uri, ff_node **root)
-{
-	struct ff_location loc;
-	g_autofree char *msg = NULL;
-	struct ff_mount *m;
-	struct stat st;
-
-	g_assert_true(ff_location_parse(uri, &loc, &msg));
-	m = ff_mounts_get(setup, "/setup", &loc, 1.0, NULL);
-	ff_location_clear(&loc);
-	g_assert_cmpint(ff_mount_connect(m), ==, 0);
-	g_assert_cmpint(ff_gw_root(m, cred, root, &st), ==, 0);
-	ff_mount_unref(m); /* the table keeps a referral's mount */
-	return m;
-}
-
-/* A directory `name` in the root of `uri`, a junction to `target` when that is not NULL. */
-static void make_dir(const char *uri, const char *name, const char *target)
-{
-	ff_node *root, *dir;
-	struct ff_mount *m = setup_mount(uri, &root);
-	struct stat st;
-
-	g_assert_cmpint(ff_gw_mkdir(m, cred, root, name, 0755, &dir, &st), ==, 0);
-	if (target)
-		g_assert_cmpint(ff_gw_setxattr(m, cred, dir, "user.fedfuse.locations", target,
-					       strlen(target), 0),
-				==, 0);
-	ff_gw_forget(m, dir);
-	ff_gw_forget(m, root);
-}
-
-static void make_file(const char *uri, const char *name)
-{
-	ff_node *root, *node;
-	struct ff_mount *m = setup_mount(uri, &root);
-	struct stat st;
-	ff_fh *fh;
-
-	g_assert_cmpint(ff_gw_create(m, cred, root, name, 0644, O_RDWR | O_CREAT | O_EXCL, &node,
-				     &st, &fh),
-			==, 0);
-	g_assert_cmpint(ff_gw_release(m, fh), ==, 0);
-	ff_gw_forget(m, node);
-	ff_gw_forget(m, root);
-}
+#include "test/unit/fixture.h"
 
 /* ---- the state under test --------------------------------------------------------------------- */
-
-static struct ff_state *state_new(const char *ns_text)
-{
-	struct ff_state *s = g_new0(struct ff_state, 1);
-	g_autofree char *file = g_build_filename(tmp, "namespace.conf", NULL);
-	g_autoptr(GError) err = NULL;
-
-	g_assert_true(g_file_set_contents(file, ns_text, -1, NULL));
-	s->ns = ff_namespace_load(file, ff_plugin_check_location, NULL, &err);
-	g_assert_no_error(err);
-	ff_state_init(s);
-	s->mounts = ff_mounts_new();
-	return s;
-}
-
-static void state_free(struct ff_state *s)
-{
-	ff_state_clear(s);
-	g_free(s);
-}
 
 static struct ff_inode *root_inode(struct ff_state *s)
 {
@@ -110,7 +36,7 @@ static int lookup(struct ff_state *s, struct ff_inode *parent, const char *name,
 	struct ff_ctx c;
 	int rc;
 
-	ff_ctx_begin(&c, s, cred);
+	ff_ctx_begin(&c, s, fx_cred);
 	rc = ff_resolve_lookup(&c, parent, name, &e);
 	ff_ctx_end(&c);
 
@@ -141,12 +67,12 @@ static void junction_cache(struct ff_state *s, guint *hits, guint *misses)
 
 static void test_namespace_tree(void)
 {
-	struct ff_state *s = state_new("[/a]\nlocations=mem://ns-a/a\n\n"
-				       "[/virt/deep]\nlocations=mem://ns-deep/d\n");
+	struct ff_state *s = fx_state_new("[/a]\nlocations=mem://ns-a/a\n\n"
+					  "[/virt/deep]\nlocations=mem://ns-deep/d\n");
 	struct ff_inode *a, *virt, *deep, *again;
 	struct stat st, dst;
 
-	make_file("mem://ns-a/a", "inside");
+	fx_make_file("mem://ns-a/a", "inside");
 	g_assert_cmpint(lookup(s, root_inode(s), "a", &a, &st), ==, 0);
 	g_assert_true(S_ISDIR(st.st_mode));
 	g_assert_nonnull(a->mnt);
@@ -173,19 +99,19 @@ static void test_namespace_tree(void)
 	forget(s, virt);
 	forget(s, a);
 	g_assert_cmpuint(ff_itab_count(s->itab), ==, 2); /* the root and the virtual directory */
-	state_free(s);
+	fx_state_free(s);
 }
 
 static void test_junction_crossing(void)
 {
-	struct ff_state *s = state_new("[/h]\nlocations=mem://jc-holder/h\n");
+	struct ff_state *s = fx_state_new("[/h]\nlocations=mem://jc-holder/h\n");
 	struct ff_inode *h, *j, *f, *again;
 	struct stat st, hst;
 	guint hits, misses;
 
-	make_dir("mem://jc-holder/h", "j", "mem://jc-target/t");
-	make_dir("mem://jc-holder/h", "plain", NULL);
-	make_file("mem://jc-target/t", "f");
+	fx_make_dir("mem://jc-holder/h", "j", "mem://jc-target/t");
+	fx_make_dir("mem://jc-holder/h", "plain", NULL);
+	fx_make_file("mem://jc-target/t", "f");
 	g_assert_cmpint(lookup(s, root_inode(s), "h", &h, &hst), ==, 0);
 
 	/* the junction is entered: its entry is the target's root, on another mount */
@@ -213,32 +139,32 @@ static void test_junction_crossing(void)
 	g_assert_true(again->mnt == h->mnt);
 	forget(s, again);
 	forget(s, h);
-	state_free(s);
+	fx_state_free(s);
 }
 
 static void test_junction_loop(void)
 {
-	struct ff_state *s = state_new("[/l]\nlocations=mem://loop-a/x\n");
+	struct ff_state *s = fx_state_new("[/l]\nlocations=mem://loop-a/x\n");
 	struct ff_inode *l, *j, *back;
 
 	/* loop-a/x/j -> loop-b/y, loop-b/y/k -> loop-a/x: the second crossing would loop */
-	make_dir("mem://loop-a/x", "j", "mem://loop-b/y");
-	make_dir("mem://loop-b/y", "k", "mem://loop-a/x");
-	make_dir("mem://loop-b/y", "self", "mem://loop-b/y");
+	fx_make_dir("mem://loop-a/x", "j", "mem://loop-b/y");
+	fx_make_dir("mem://loop-b/y", "k", "mem://loop-a/x");
+	fx_make_dir("mem://loop-b/y", "self", "mem://loop-b/y");
 	g_assert_cmpint(lookup(s, root_inode(s), "l", &l, NULL), ==, 0);
 	g_assert_cmpint(lookup(s, l, "j", &j, NULL), ==, 0);
 	g_assert_cmpint(lookup(s, j, "k", &back, NULL), ==, -ELOOP);
 	g_assert_cmpint(lookup(s, j, "self", &back, NULL), ==, -ELOOP);
 	forget(s, j);
 	forget(s, l);
-	state_free(s);
+	fx_state_free(s);
 }
 
 static void test_failover_and_backoff(void)
 {
-	g_autofree char *gone = g_build_filename(tmp, "never-made", NULL);
+	g_autofree char *gone = g_build_filename(fx_tmp(), "never-made", NULL);
 	g_autofree char *ns = g_strdup_printf("[/r]\nlocations=file://%s;mem://replica/r\n", gone);
-	struct ff_state *s = state_new(ns);
+	struct ff_state *s = fx_state_new(ns);
 	struct ff_inode *r, *again;
 	struct ff_mount *down;
 	gint64 retry_at, since;
@@ -269,14 +195,14 @@ static void test_failover_and_backoff(void)
 	g_assert_cmpint(down->since, ==, since);
 	g_assert_cmpint(ff_mount_connect(down), ==, -EHOSTDOWN); /* at once, from memory */
 	forget(s, again);
-	state_free(s);
+	fx_state_free(s);
 }
 
 /* Every lookup counted is released by its forget: inodes go, and with them the references they
  * hold on junction mounts, which are then freed. */
 static void test_references(void)
 {
-	struct ff_state *s = state_new("[/h]\nlocations=mem://refs-holder/h\n");
+	struct ff_state *s = fx_state_new("[/h]\nlocations=mem://refs-holder/h\n");
 	struct ff_inode *h, *j;
 	guint mounts;
 
@@ -285,8 +211,8 @@ static void test_references(void)
 		g_autofree char *name = g_strdup_printf("j%d", i);
 		g_autofree char *target = g_strdup_printf("mem://refs-target/t%d", i);
 
-		make_dir("mem://refs-target/", name, NULL);
-		make_dir("mem://refs-holder/h", name, target);
+		fx_make_dir("mem://refs-target/", name, NULL);
+		fx_make_dir("mem://refs-holder/h", name, target);
 	}
 	g_assert_cmpint(lookup(s, root_inode(s), "h", &h, NULL), ==, 0);
 	for (int i = 0; i < 20; i++) {
@@ -302,15 +228,15 @@ static void test_references(void)
 	g_assert_cmpuint(ff_itab_count(s->itab), ==, 2); /* the root and h */
 	forget(s, h);
 	g_assert_cmpuint(ff_itab_count(s->itab), ==, 1);
-	state_free(s);
+	fx_state_free(s);
 }
 
 /* An inode found in one namespace keeps working after a reload: lookups in it follow the new
  * namespace, found by its path there. */
 static void test_reload(void)
 {
-	struct ff_state *s = state_new("[/virt/a]\nlocations=mem://reload/a\n");
-	g_autofree char *file = g_build_filename(tmp, "namespace.conf", NULL);
+	struct ff_state *s = fx_state_new("[/virt/a]\nlocations=mem://reload/a\n");
+	g_autofree char *file = g_build_filename(fx_tmp(), "namespace.conf", NULL);
 	struct ff_inode *virt, *got;
 
 	g_assert_cmpint(lookup(s, root_inode(s), "virt", &virt, NULL), ==, 0);
@@ -330,35 +256,17 @@ static void test_reload(void)
 	g_assert_cmpint(lookup(s, virt, "b", &got, NULL), ==, -ENOENT);
 	forget(s, virt);
 	g_free(s->opts.namespace_file);
-	state_free(s);
+	fx_state_free(s);
 }
 
 int main(int argc, char **argv)
 {
-	const char *builddir = g_getenv("FEDFUSE_BUILDDIR");
-	g_autofree char *dirs = NULL;
-	int rc;
-
-	g_test_init(&argc, &argv, NULL);
-	dirs = g_strdup_printf("%1$s/backends/mem/.libs:%1$s/backends/local/.libs",
-			       builddir ? builddir : ".");
-	g_setenv("FEDFUSE_BACKEND_DIR", dirs, TRUE);
-	tmp = g_dir_make_tmp("resolve-XXXXXX", NULL);
-	setup = ff_mounts_new();
+	fx_init(&argc, &argv, "resolve", true);
 	g_test_add_func("/resolve/namespace-tree", test_namespace_tree);
 	g_test_add_func("/resolve/junction-crossing", test_junction_crossing);
 	g_test_add_func("/resolve/junction-loop", test_junction_loop);
 	g_test_add_func("/resolve/failover-and-backoff", test_failover_and_backoff);
 	g_test_add_func("/resolve/references", test_references);
 	g_test_add_func("/resolve/reload", test_reload);
-	rc = g_test_run();
-	ff_mounts_free(setup);
-	{
-		g_autofree char *file = g_build_filename(tmp, "namespace.conf", NULL);
-
-		g_unlink(file);
-	}
-	g_rmdir(tmp);
-	g_free(tmp);
-	return rc;
+	return fx_finish(g_test_run());
 }
