@@ -307,8 +307,15 @@ struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 			       const struct ff_location *loc, double attr_timeout,
 			       struct ff_mount *parent)
 {
-	g_autofree char *key = mount_key(ns_path, &loc->spec, attr_timeout);
+	struct ff_location_spec spec = loc->spec;
+	g_autofree char *key = NULL;
 	struct ff_mount *m;
+
+	/* A junction's locations say nothing of time: operations through one may take what
+	 * the referral (or junction) holding it allows, not the built-in default. */
+	if (parent)
+		spec.timeout = parent->loc.spec.timeout;
+	key = mount_key(ns_path, &spec, attr_timeout);
 
 	g_mutex_lock(&mounts->lock);
 	m = g_hash_table_lookup(mounts->by_key, key);
@@ -331,6 +338,7 @@ struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 	m->parent = parent;
 	m->depth = parent ? parent->depth + 1 : 0;
 	location_copy(&m->loc, loc);
+	m->loc.spec.timeout = spec.timeout;
 	g_mutex_init(&m->lock);
 	g_cond_init(&m->connected);
 	m->state = FF_MOUNT_IDLE;

@@ -16,9 +16,11 @@ import os
 import random
 import re
 import shutil
+import socket
 import stat
 import subprocess
 import tempfile
+import threading
 import time
 
 import pytest
@@ -26,7 +28,7 @@ import pytest
 from conftest import BUILDDIR, KINDS, SERVERS_ENV, backend_module_present, read_servers_env
 from conftest import stop_or_fail, uri_below
 from servers_util import (PrivateServers, drop_caches, drop_caches_and_settle, location_ops,
-                          location_xattr, port_listens, read_stats, total_calls)
+                          location_xattr, port_listens, read_stats, timed, total_calls)
 from util import expect_errno, mkdirs, namespace_text, read_file, wait_until, write_file
 
 TOOL = os.path.join(BUILDDIR, "tools", "fedfuse-junction")
@@ -649,3 +651,61 @@ def test_msdfs_in_nfs_leads_to_smb(mount_factory, tmp_path, smb445, kind):
     finally:
         shutil.rmtree(ndir, ignore_errors=True)
         shutil.rmtree(sdir, ignore_errors=True)
+
+
+# ---- a server that accepts connections and never answers ---------------------------------------
+
+class SilentServer:
+    """A TCP listener on 127.0.0.1 that accepts every connection and never says a word."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.conns = []
+        self.t = threading.Thread(target=self._accept, daemon=True)
+        self.t.start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(c)
+
+    def close(self):
+        self.sock.close()
+        for c in self.conns:
+            c.close()
+
+
+def test_junction_to_silent_server(mount_factory, tmp_path):
+    """Junctions to a server that accepts connections and never answers (NFSv3 and NFSv4): the
+    first crossing fails within the namespace's timeout + 2 s (the junction's location takes the
+    timeout of the referral holding it, not the built-in 15 s), after which the location is down
+    and `ls -l` of the junctions' parent costs no more timeouts; the referral's own files are
+    served meanwhile."""
+    silent = SilentServer()
+    try:
+        top = mkdirs(str(tmp_path / "top"))
+        write_file(os.path.join(top, "plain"), b"still here\n")
+        uris = {"j3": f"nfs://127.0.0.1/x?version=3&nfsport={silent.port}&mountport={silent.port}",
+                "j4": f"nfs://127.0.0.1/y?version=4&nfsport={silent.port}"}
+        for name, uri in uris.items():
+            make_junction(os.path.join(top, name), [uri], "fedfuse")
+        m = mount_factory(ns_text=ns_text([("/a", [furi(top)], None)], timeout="2")).start()
+        for uri in uris.values():
+            m.expect_log(r"location " + re.escape(uri) + r" is unreachable")
+        for name in uris:
+            _, err, _ = timed(os.stat, os.path.join(m.mnt, "a", name), bound=2 + 2)
+            assert isinstance(err, OSError) and err.errno in (errno.EHOSTDOWN, errno.ETIMEDOUT), err
+        for _ in range(3):
+            # the junctions are down: a listing with attributes answers at once
+            out, err, _ = timed(subprocess.run, ["ls", "-l", os.path.join(m.mnt, "a")],
+                                capture_output=True, text=True, bound=2.0)
+            assert err is None and "plain" in out.stdout
+        assert read_file(os.path.join(m.mnt, "a", "plain")) == b"still here\n"
+    finally:
+        silent.close()

@@ -75,6 +75,32 @@ static void test_sharing(void)
 	ff_location_clear(&b);
 }
 
+/* A junction's location takes the timeout of the mount that holds the junction (its own says
+ * nothing), and junctions under mounts of different timeouts do not share. */
+static void test_junction_timeout(void)
+{
+	struct ff_mounts *mounts = ff_mounts_new();
+	struct ff_location a = loc("file:///srv/a"), b = loc("file:///srv/b");
+	struct ff_mount *quick, *slow, *j1, *j2;
+
+	a.spec.timeout = 3;
+	quick = ff_mounts_get(mounts, "/quick", &a, 1.0, NULL);
+	a.spec.timeout = 40;
+	slow = ff_mounts_get(mounts, "/slow", &a, 1.0, NULL);
+	j1 = ff_mounts_get(mounts, NULL, &b, 1.0, quick);
+	j2 = ff_mounts_get(mounts, NULL, &b, 1.0, slow);
+	g_assert_cmpfloat(j1->loc.spec.timeout, ==, 3);
+	g_assert_cmpfloat(j2->loc.spec.timeout, ==, 40);
+	g_assert_true(j1 != j2);
+	ff_mount_unref(j1);
+	ff_mount_unref(j2);
+	ff_mount_unref(quick);
+	ff_mount_unref(slow);
+	ff_mounts_free(mounts);
+	ff_location_clear(&a);
+	ff_location_clear(&b);
+}
+
 static void test_linger(void)
 {
 	struct ff_mounts *mounts = ff_mounts_new();
@@ -166,6 +192,7 @@ int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/mount/sharing", test_sharing);
+	g_test_add_func("/mount/junction-timeout", test_junction_timeout);
 	g_test_add_func("/mount/linger", test_linger);
 	g_test_add_func("/mount/no-cap", test_no_cap);
 	g_test_add_func("/mount/identity-by-mount", test_identity_by_mount);
