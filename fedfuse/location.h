@@ -14,7 +14,7 @@
 
 /* What a location has unless its namespace file says otherwise. */
 #define FF_DEFAULT_TIMEOUT 15.0 /* seconds */
-#define FF_DEFAULT_FILE_MODE 0644
+#define FF_DEFAULT_FILE_MODE 0755
 #define FF_DEFAULT_DIR_MODE 0755
 
 /* One location of a referral. `spec` strings point into this struct's own allocations. */

@@ -400,7 +400,7 @@ static int smb_mount(const struct ff_location_spec *spec, const struct ff_notify
 	loc->file_mode = spec->file_mode & 07777;
 	loc->dir_mode = spec->dir_mode & 07777;
 	if (!loc->file_mode && !loc->dir_mode) { /* spec without modes: the documented defaults */
-		loc->file_mode = 0644;
+		loc->file_mode = 0755;
 		loc->dir_mode = 0755;
 	}
 	loc->dev = (dev_t)(((guint64)0x534d42 << 32) | g_str_hash(loc->display));

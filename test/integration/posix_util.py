@@ -473,7 +473,7 @@ def shown_perm(kind, mode, is_dir=False):
     assert how == "write-bit", how
     if is_dir:
         return 0o755
-    return 0o644 if mode & 0o222 else 0o444
+    return 0o755 if mode & 0o222 else 0o555
 
 
 # ---- calls Python's os module does not offer on Linux -------------------------------------------

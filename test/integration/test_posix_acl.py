@@ -61,7 +61,7 @@ def test_named_user_entry_grants_access(upar, users):
     user b does not; removing the ACL takes a's access away."""
     par, a, b = upar, users["a"], users["b"]
     par.each(create_file, P("f"), b"secret", mode=0o600)
-    modes = supports(par.kind, "chmod") is True  # smb shows every file as file-mode (0644)
+    modes = supports(par.kind, "chmod") is True  # smb shows every file as file-mode (0755)
     if modes:
         par.same(read_all, P("f"), user=a, expect=errno.EACCES)
     grant = acl_value([("user_obj", 6, None), ("user", 4, a.uid), ("group_obj", 0, None),
@@ -145,7 +145,7 @@ def test_umask_applied_without_acls(upar, users):
         # nothing there (test_posix_perms); root's new objects show file-mode and dir-mode
         par.expect(errno.EACCES, create_file, P("f"), b"", 0o666, user=a, umask=0o027)
         par.each(create_file, P("r"), b"", 0o600)
-        assert stat.S_IMODE(os.stat(par.mp("r")).st_mode) == 0o644
+        assert stat.S_IMODE(os.stat(par.mp("r")).st_mode) == 0o755
         return
     par.same(create_file, P("f"), b"", 0o666, user=a, umask=0o027, expect="ok")
     par.same(os.mkdir, P("d"), 0o777, user=a, umask=0o027, expect="ok")

@@ -38,7 +38,7 @@ def smb_user_cannot_create(par, user):
     assert stat.S_IMODE(os.stat(par.mroot).st_mode) == 0o755
     par.expect(errno.EACCES, open_close, P("new"), os.O_CREAT | os.O_WRONLY, user=user)
     par.expect(errno.EACCES, os.mkdir, P("newdir"), user=user)
-    # and reading is allowed (others r-x, files 0644)
+    # and reading is allowed (others r-x, files 0755)
     par.each(create_file, P("readable"), b"r")
     par.expect(None, open_close, P("readable"), os.O_RDONLY, user=user)
     par.expect(errno.EACCES, open_close, P("readable"), os.O_WRONLY, user=user)
@@ -156,7 +156,7 @@ def test_open_by_file_mode_in_closed_directory(upar, users):
         par.each(os.chown, P(d), b.uid, b.gid)
         par.each(os.chmod, P(d), mode)
     if not posix_owners(par):
-        # owners and modes are fixed: the files show 0644 of the daemon's user
+        # owners and modes are fixed: the files show 0755 of the daemon's user
         par.expect(None, open_close, P("ro/other_rw"), os.O_RDONLY, user=a)
         par.expect(errno.EACCES, open_close, P("ro/other_rw"), os.O_WRONLY, user=a)
         return
@@ -196,7 +196,7 @@ def test_eperm_on_others_files(upar, users):
         par.same(utimensat, P("shared"), t, t, user=a, expect=errno.EPERM)
         par.same(utimensat, P("shared"), (0, UTIME_NOW), (0, UTIME_NOW), user=a, expect="ok")
         par.same(utimensat, P("shared"), None, None, user=a, expect="ok")
-    else:  # "shared" shows 0644 of the daemon's user: "now" is refused too
+    else:  # "shared" shows 0755 of the daemon's user: "now" is refused too
         par.expect(errno.EACCES, utimensat, P("shared"), None, None, user=a)
 
 

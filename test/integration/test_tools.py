@@ -63,6 +63,18 @@ def test_stat(mounted):
     assert int(out[0]) == len(data) and out[1].strip() == "regular file"
 
 
+def test_script_runs(mounted):
+    """A script written into a referral and made executable runs there (./autogen.sh): on SMB,
+    whose modes are not stored, files show file-mode 0755 as the kernel's CIFS client shows
+    them, and chmod +x is a no-op that succeeds."""
+    path = mounted.p("a", "hello.sh")
+    create(path, b"#!/bin/sh\necho hello from $(basename $0)\n")
+    os.chmod(path, 0o755)
+    assert os.stat(path).st_mode & 0o111 == 0o111
+    out = run([path], text=True)
+    assert out.stdout == "hello from hello.sh\n"
+
+
 def test_mtime_roundtrip(mounted):
     res = mounted.caps("time_res_ns")
     path = create(mounted.p("a", "f"), b"x")

@@ -172,7 +172,7 @@ static void test_valid_full(void)
 	g_assert_cmpfloat(l->spec.timeout, ==, 30);
 	g_assert_false(l->spec.uid_set);
 	g_assert_false(l->spec.gid_set);
-	g_assert_cmpuint(l->spec.file_mode, ==, 0644);
+	g_assert_cmpuint(l->spec.file_mode, ==, 0755);
 	g_assert_cmpuint(l->spec.dir_mode, ==, 0755);
 	l = loc_at(r, 1);
 	g_assert_cmpstr(l->spec.scheme, ==, "smb");
@@ -343,11 +343,11 @@ static void test_describe(void)
 		"timeout=30\n"
 		"watch=true\n"
 		"/ referral locations=file://localhost/srv/root read-only=false timeout=30 "
-		"attr-timeout=0.5 watch=true on-unreachable=error file-mode=0644 dir-mode=0755\n"
+		"attr-timeout=0.5 watch=true on-unreachable=error file-mode=0755 dir-mode=0755\n"
 		"/corp virtual\n"
 		"/corp/x virtual\n"
 		"/corp/x/y referral locations=file:///srv/y read-only=false timeout=30 "
-		"attr-timeout=0.5 watch=true on-unreachable=error file-mode=0644 dir-mode=0755\n"
+		"attr-timeout=0.5 watch=true on-unreachable=error file-mode=0755 dir-mode=0755\n"
 		"/home referral locations=file:///srv/home;"
 		"nfs://[::1]:2050/export/home?version=3&mountport=20048;"
 		"smb://nas.example.org:4445/home/users read-only=true timeout=5 attr-timeout=0 "
@@ -357,10 +357,10 @@ static void test_describe(void)
 		"/projects/alpha referral "
 		"locations=nfs://filer1.example.org/export/alpha?version=4;"
 		"smb://filer2.example.org/alpha read-only=false timeout=30 attr-timeout=0.5 "
-		"watch=true on-unreachable=error file-mode=0644 dir-mode=0755\n"
+		"watch=true on-unreachable=error file-mode=0755 dir-mode=0755\n"
 		"/projects/alpha/beta referral locations=smb://filer2.example.org/beta/sub%20dir "
 		"read-only=false timeout=30 attr-timeout=0.5 watch=true on-unreachable=error "
-		"file-mode=0644 dir-mode=0755\n");
+		"file-mode=0755 dir-mode=0755\n");
 
 	g_assert_cmpstr(text, ==, want);
 	g_free(want);
@@ -442,7 +442,7 @@ static void test_defaults(void)
 	g_assert_null(l->spec.credentials);
 	g_assert_false(l->spec.uid_set);
 	g_assert_false(l->spec.gid_set);
-	g_assert_cmpuint(l->spec.file_mode, ==, 0644);
+	g_assert_cmpuint(l->spec.file_mode, ==, 0755);
 	g_assert_cmpuint(l->spec.dir_mode, ==, 0755);
 	g_assert_cmpfloat(l->spec.timeout, ==, 15);
 	g_assert_true(ns->watch);
@@ -892,7 +892,7 @@ static void test_location_parse(void)
 	g_assert_cmpstr(loc.spec.query, ==, "version=3&nfsport=2049");
 	g_assert_cmpint(loc.line, ==, 0);
 	g_assert_cmpfloat(loc.spec.timeout, ==, 15);
-	g_assert_cmpuint(loc.spec.file_mode, ==, 0644);
+	g_assert_cmpuint(loc.spec.file_mode, ==, 0755);
 	g_assert_cmpuint(loc.spec.dir_mode, ==, 0755);
 	ff_location_clear(&loc);
 	g_assert_null(loc.spec.uri);
