@@ -39,6 +39,8 @@ int smb_check_name(const char *name)
 	}
 	if (name[len - 1] == '.' || name[len - 1] == ' ')
 		return -EINVAL;
+	if (!g_utf8_validate(name, (gssize)len, NULL))
+		return -EINVAL; /* SMB names are Unicode: bytes that are not UTF-8 have no name there */
 	return 0;
 }
 

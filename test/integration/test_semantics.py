@@ -387,6 +387,26 @@ def test_names_differing_in_case(mounted):
     assert "FOO.H" in os.listdir(a) and "Foo.h" not in os.listdir(a)
 
 
+def test_names_not_utf8(mounted):
+    """Names are bytes on file:// and NFS: one that is not valid UTF-8 is made, listed, renamed
+    and removed like any other. SMB names are Unicode: such a name is refused with EINVAL (and
+    looked up as absent), as the other names SMB cannot hold are."""
+    a = os.fsencode(mounted.p("a"))
+    name, other = b"caf\xe9-\xff\xfe", b"\xc3\x28-renamed"
+    if mounted.kind == "smb":
+        expect_errno(errno.EINVAL, write_file, os.path.join(a, name), b"x")
+        expect_errno(errno.ENOENT, os.stat, os.path.join(a, name))
+        return
+    write_file(os.path.join(a, name), b"latin-1 name")
+    assert name in os.listdir(a)
+    assert read_file(os.path.join(a, name)) == b"latin-1 name"
+    os.rename(os.path.join(a, name), os.path.join(a, other))
+    assert other in os.listdir(a) and name not in os.listdir(a)
+    assert os.path.exists(os.path.join(os.fsencode(mounted.d("a")), other))
+    os.unlink(os.path.join(a, other))
+    assert set(os.listdir(a)) == {b"nested"}
+
+
 def test_names_smb_cannot_hold(mounted):
     """Names SMB cannot hold as they are (reserved characters; a trailing "." or " ", which
     the server would drop and list under a mangled name) are refused on SMB referrals with
@@ -629,6 +649,55 @@ def test_append_and_sparse(mounted):
     assert len(data) == 10 * 1024 * 1024 + 3
     assert data[:14] == b"one;two;three;" and data[-3:] == b"end"
     assert data[14:-3].count(0) == len(data) - 17
+
+
+def test_large_sparse_file(mounted):
+    """A 16 GiB sparse file: its size, its hole read as zeros, its end, SEEK_DATA and SEEK_HOLE
+    consistent with them (the backend's own answer where it has one, the kernel's default,
+    data everywhere, elsewhere)."""
+    size = 16 << 30
+    path = mounted.p("a", "sparse")
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        assert os.pwrite(fd, b"head", 0) == 4
+        assert os.pwrite(fd, b"tail", size - 4) == 4
+        os.fsync(fd)
+        assert os.fstat(fd).st_size == size
+        assert os.pread(fd, 65536, 8 << 30) == bytes(65536)
+        assert os.pread(fd, 8, size - 8) == bytes(4) + b"tail"
+        assert os.pread(fd, 4, size) == b""
+        data = os.lseek(fd, 0, os.SEEK_DATA)
+        hole = os.lseek(fd, 0, os.SEEK_HOLE)
+        assert data == 0 and 4 <= hole <= size
+        assert os.lseek(fd, size - 4, os.SEEK_DATA) <= size - 4
+        expect_errno(errno.ENXIO, os.lseek, fd, size, os.SEEK_DATA)
+    finally:
+        os.close(fd)
+    assert os.stat(mounted.d("a", "sparse")).st_size == size
+    os.unlink(path)
+
+
+def test_depth_200(mounted):
+    """A tree 200 directories deep: made, used at the bottom, listed and removed."""
+    top = mounted.p("a", "deep200")
+    os.mkdir(top)
+    here = os.getcwd()
+    try:
+        os.chdir(top)
+        for _ in range(200):
+            os.mkdir("d")
+            os.chdir("d")
+        write_file("bottom", b"200 down")
+        assert read_file("bottom") == b"200 down"
+        assert os.listdir(".") == ["bottom"]
+        os.unlink("bottom")
+        for _ in range(200):
+            os.chdir("..")
+            os.rmdir("d")
+    finally:
+        os.chdir(here)
+    assert os.listdir(top) == [] and os.listdir(mounted.d("a", "deep200")) == []
+    os.rmdir(top)
 
 
 def test_mmap(mounted):
