@@ -139,8 +139,8 @@ void smb_names_note(struct smb_loc *loc, const char *dir_url, GHashTable *set);
 int smb_name_exact(struct smb_loc *loc, SMBCCTX *ctx, const char *dir_url, const char *name);
 /* The same for a directory node, on a context of the pool. */
 int smb_name_exact_in(struct smb_loc *loc, struct ff_pathnode *dir, const char *name);
-/* The mount changed directory `dir` (a name made, removed or renamed): forget its listing. */
-void smb_names_changed(struct smb_loc *loc, struct ff_pathnode *dir);
+/* The mount made (`present`) or removed `name` in directory `dir`: so says its listing too. */
+void smb_names_update(struct smb_loc *loc, struct ff_pathnode *dir, const char *name, bool present);
 
 /* ---- smb_cred.c ------------------------------------------------------------------------------ */
 

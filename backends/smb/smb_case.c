@@ -5,7 +5,7 @@
  * create that follows would open and truncate Foo.h, a rename onto "foo.h" would replace it. So
  * a name the server says exists is checked against the directory's listing, spelled exactly.
  * Listings (those opendir() makes too) are kept for SMB_NAMES_TTL to answer yes; a no is always
- * asked of the server again. The mount forgets a directory's listing when it changes it.
+ * asked of the server again. What the mount changes in a directory, it changes in its listing.
  */
 #include <errno.h>
 #include <string.h>
@@ -53,13 +53,6 @@ void smb_names_note(struct smb_loc *loc, const char *dir_url, GHashTable *set)
 	if (g_hash_table_size(loc->names) >= SMB_NAMES_DIRS)
 		g_hash_table_remove_all(loc->names);
 	g_hash_table_replace(loc->names, g_strdup(dir_url), n);
-	g_mutex_unlock(&loc->names_lock);
-}
-
-static void smb_names_forget(struct smb_loc *loc, const char *dir_url)
-{
-	g_mutex_lock(&loc->names_lock);
-	g_hash_table_remove(loc->names, dir_url);
 	g_mutex_unlock(&loc->names_lock);
 }
 
@@ -128,11 +121,19 @@ int smb_name_exact_in(struct smb_loc *loc, struct ff_pathnode *dir, const char *
 	return rc ? rc : a.result;
 }
 
-void smb_names_changed(struct smb_loc *loc, struct ff_pathnode *dir)
+void smb_names_update(struct smb_loc *loc, struct ff_pathnode *dir, const char *name, bool present)
 {
 	char *url = smb_url(loc, dir, NULL);
+	struct smb_names *n;
 
-	if (url)
-		smb_names_forget(loc, url);
+	if (!url)
+		return;
+	g_mutex_lock(&loc->names_lock);
+	n = g_hash_table_lookup(loc->names, url);
+	if (n && present)
+		g_hash_table_add(n->set, g_strdup(name));
+	else if (n)
+		g_hash_table_remove(n->set, name);
+	g_mutex_unlock(&loc->names_lock);
 	g_free(url);
 }

@@ -322,7 +322,6 @@ int smb_create(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 		a.flags &= ~O_EXCL;
 		if (rc == -EEXIST) {
 			ro = false;
-			smb_names_changed(loc, smb_pn(parent));
 			rc = smb_name_exact_in(loc, smb_pn(parent), name);
 			if (rc == 1)
 				rc = smb_run(loc, true, smb_open_fn, &a);
@@ -332,7 +331,8 @@ int smb_create(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 	} else {
 		rc = smb_run(loc, true, smb_open_fn, &a);
 	}
-	smb_names_changed(loc, smb_pn(parent));
+	if (rc == 0)
+		smb_names_update(loc, smb_pn(parent), name, true);
 	if (rc == 0 && ro) {
 		/* Our handle keeps the write access it was opened with. Best effort: the file
 		 * exists and is open now. */

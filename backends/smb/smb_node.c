@@ -308,9 +308,10 @@ int smb_mkdir(void *loc_, const struct ff_cred *cred, ff_node *parent, const cha
 		return -ENOENT;
 	a.url = url;
 	rc = smb_run(loc, false, smb_mkdir_fn, &a);
-	smb_names_changed(loc, smb_pn(parent));
-	if (rc == 0)
+	if (rc == 0) {
+		smb_names_update(loc, smb_pn(parent), name, true);
 		*node = (ff_node *)ff_pathtree_child(loc->tree, smb_pn(parent), name);
+	}
 	g_free(url);
 	return rc;
 }
@@ -381,9 +382,10 @@ static int remove_name(struct smb_loc *loc, ff_node *parent, const char *name,
 	rc = smb_run(loc, false, fn, &a);
 	if (rc == -EBUSY && smb_pool_wait_reaped(&loc->pool))
 		rc = smb_run(loc, false, fn, &a);
-	smb_names_changed(loc, smb_pn(parent));
-	if (rc == 0)
+	if (rc == 0) {
+		smb_names_update(loc, smb_pn(parent), name, false);
 		ff_pathtree_unlink(loc->tree, smb_pn(parent), name);
+	}
 	g_free((char *)a.url);
 	return rc;
 }
@@ -491,8 +493,10 @@ int smb_rename(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 	rc = smb_run(loc, false, smb_rename_fn, &a);
 	if (rc == -EBUSY && smb_pool_wait_reaped(&loc->pool))
 		rc = smb_run(loc, false, smb_rename_fn, &a);
-	smb_names_changed(loc, smb_pn(parent));
-	smb_names_changed(loc, smb_pn(newparent));
+	if (rc == 0) {
+		smb_names_update(loc, smb_pn(parent), name, false);
+		smb_names_update(loc, smb_pn(newparent), newname, true);
+	}
 	if (rc == 0)
 		ff_pathtree_rename(loc->tree, smb_pn(parent), name, smb_pn(newparent), newname,
 				   false);
