@@ -400,6 +400,8 @@ static char *faults_file(const struct ff_location_spec *spec)
 
 static int mem_check(const struct ff_location_spec *spec, char **msg)
 {
+	g_autofree char *faults = faults_file(spec);
+
 	if (!spec->host || !spec->host[0]) {
 		*msg = g_strdup_printf("mem:// location %s names no tree: write mem://NAME/path",
 				       spec->uri);
@@ -410,7 +412,7 @@ static int mem_check(const struct ff_location_spec *spec, char **msg)
 				       spec->uri, spec->port);
 		return -EINVAL;
 	}
-	if (spec->query && !faults_file(spec)) {
+	if (spec->query && !faults) {
 		*msg = g_strdup_printf("mem:// location %s has a query (?%s); it takes one option, "
 				       "faults=ABSOLUTE_PATH",
 				       spec->uri, spec->query);

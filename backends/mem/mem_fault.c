@@ -105,29 +105,33 @@ static void load_locked(struct mem_faults *f, const struct stat *st)
 	lines = g_strsplit(text, "\n", -1);
 	for (int i = 0; lines[i]; i++) {
 		char **w = g_strsplit_set(g_strstrip(lines[i]), " \t", -1);
+		const char *word[3] = { NULL, NULL, NULL };
 		guint n = 0;
 		struct mem_rule r = { 0 };
 		bool ok = false;
 
-		for (guint j = 0; w[j]; j++) /* drop the empty words of repeated blanks */
+		for (guint j = 0; w[j];
+		     j++) { /* the words, without the empty ones of repeated blanks */
+			if (*w[j] && n < G_N_ELEMENTS(word))
+				word[n] = w[j];
 			if (*w[j])
-				w[n++] = w[j];
-		w[n] = NULL;
-		if (n == 0 || w[0][0] == '#') {
+				n++;
+		}
+		if (n == 0 || word[0][0] == '#') {
 			g_strfreev(w);
 			continue;
 		}
-		if (n == 3 && strcmp(w[1], "errno") == 0) {
-			r.err = errno_by_name(w[2]);
+		if (n == 3 && strcmp(word[1], "errno") == 0) {
+			r.err = errno_by_name(word[2]);
 			ok = r.err > 0;
-		} else if (n == 3 && strcmp(w[1], "delay") == 0) {
-			r.delay_ms = atoi(w[2]);
+		} else if (n == 3 && strcmp(word[1], "delay") == 0) {
+			r.delay_ms = atoi(word[2]);
 			ok = r.delay_ms > 0;
-		} else if (n == 2 && strcmp(w[1], "hang") == 0) {
+		} else if (n == 2 && strcmp(word[1], "hang") == 0) {
 			r.hang = ok = true;
 		}
 		if (ok)
-			g_hash_table_insert(f->rules, g_strdup(w[0]), g_memdup2(&r, sizeof(r)));
+			g_hash_table_insert(f->rules, g_strdup(word[0]), g_memdup2(&r, sizeof(r)));
 		else
 			g_warning("%s:%d: not a fault (OP errno NAME, OP delay MS, OP hang)",
 				  f->file, i + 1);
