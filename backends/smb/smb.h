@@ -85,6 +85,7 @@ struct smb_loc {
 	GHashTable *open;  /* struct ff_pathnode * -> struct smb_open_node * (smb_file.c) */
 	GMutex names_lock; /* a leaf lock, for names */
 	GHashTable *names; /* directory URL -> its exact names, recently listed (smb_case.c) */
+	guint names_total; /* names in them together */
 };
 
 /*

@@ -13,7 +13,8 @@
 #include "backends/smb/smb.h"
 
 #define SMB_NAMES_TTL (1 * G_USEC_PER_SEC)
-#define SMB_NAMES_DIRS 64 /* listings kept; all are dropped beyond */
+#define SMB_NAMES_DIRS 64	/* listings kept; all are dropped beyond */
+#define SMB_NAMES_MAX (1 << 18) /* names in them together; a larger listing is not kept */
 
 struct smb_names {
 	gint64 at;	 /* monotonic µs of the listing */
@@ -45,13 +46,24 @@ void smb_names_clear(struct smb_loc *loc)
 
 void smb_names_note(struct smb_loc *loc, const char *dir_url, GHashTable *set)
 {
-	struct smb_names *n = g_new(struct smb_names, 1);
+	struct smb_names *n = g_new(struct smb_names, 1), *old;
 
 	n->at = g_get_monotonic_time();
 	n->set = set;
+	if (g_hash_table_size(set) > SMB_NAMES_MAX) { /* a huge directory is asked every time */
+		names_free(n);
+		return;
+	}
 	g_mutex_lock(&loc->names_lock);
-	if (g_hash_table_size(loc->names) >= SMB_NAMES_DIRS)
+	if (g_hash_table_size(loc->names) >= SMB_NAMES_DIRS ||
+	    loc->names_total + g_hash_table_size(set) > SMB_NAMES_MAX) {
 		g_hash_table_remove_all(loc->names);
+		loc->names_total = 0;
+	}
+	old = g_hash_table_lookup(loc->names, dir_url);
+	if (old)
+		loc->names_total -= g_hash_table_size(old->set);
+	loc->names_total += g_hash_table_size(set);
 	g_hash_table_replace(loc->names, g_strdup(dir_url), n);
 	g_mutex_unlock(&loc->names_lock);
 }
@@ -130,10 +142,10 @@ void smb_names_update(struct smb_loc *loc, struct ff_pathnode *dir, const char *
 		return;
 	g_mutex_lock(&loc->names_lock);
 	n = g_hash_table_lookup(loc->names, url);
-	if (n && present)
-		g_hash_table_add(n->set, g_strdup(name));
-	else if (n)
-		g_hash_table_remove(n->set, name);
+	if (n && present && g_hash_table_add(n->set, g_strdup(name)))
+		loc->names_total++;
+	else if (n && !present && g_hash_table_remove(n->set, name))
+		loc->names_total--;
 	g_mutex_unlock(&loc->names_lock);
 	g_free(url);
 }
