@@ -196,7 +196,7 @@ int nfs_create_file(void *loc, const struct ff_cred *cred, ff_node *parent, cons
 		    mode_t mode, int flags, ff_node **nodep, struct stat *st, ff_fh **fhp);
 /* pread(2) through the handle's context, in reads of at most the server's rsize. */
 ssize_t nfs_read_file(void *loc, ff_fh *fh, void *buf, size_t size, off_t off);
-/* pwrite(2); with O_APPEND at the file's current end; NFSv4 through nfs4_pwrite_chunked(). */
+/* pwrite(2); with O_APPEND at the file's current end; NFSv4 through nfs4_file_write(). */
 ssize_t nfs_write_file(void *loc, const struct ff_cred *cred, ff_fh *fh, const void *buf,
 		       size_t size, off_t off);
 /* close(2): COMMIT what was written, and report a write error not reported yet. */
@@ -239,7 +239,7 @@ void nfs_ident_from_cred(struct nfs_ident *id, const struct ff_cred *cred);
 /* Lease a context for `id`: an idle one, a new one (mounting it), or the next one freed. Fails
  * with -ETIMEDOUT at `deadline` (monotonic µs). The context's RPC timeout is set to what is
  * left until the deadline. With `avoid` (a file about to be opened over NFSv4), prefer a context
- * that does not have it open already: libnfs 4.0 has one open-owner per context, so a second
+ * that does not have it open already: each context has one open-owner (nfs_v4_file.c), so a second
  * OPEN of a file there shares the first one's state, and the first CLOSE ends both (their
  * I/O then fails NFS4ERR_OLD_STATEID or NFS4ERR_BAD_STATEID). */
 int nfs_conn_get(struct nfs_loc *loc, const struct nfs_ident *id, gint64 deadline,

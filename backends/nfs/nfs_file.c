@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nfs_file.c - open files of the NFS backend: open, create, read, write (NFSv4 writes split by
- * nfs4_pwrite_chunked()), flush (COMMIT), fsync and release.
+ * nfs4_file_write()), flush (COMMIT), fsync and release.
  *
  * NFSv3 files are libnfs handles; NFSv4 files have OPEN state of our own (nfs_v4_file.c).
  *

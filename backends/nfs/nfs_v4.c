@@ -290,7 +290,7 @@ static void v4_cb(struct rpc_context *rpc, int status, void *data, void *private
 		c->err = c->decode(c, res, c->err);
 }
 
-static nfs_argop4 *v4_add(struct v4_ops *o, nfs_opnum4 op)
+nfs_argop4 *nfs4_ops_add(struct v4_ops *o, nfs_opnum4 op)
 {
 	if (o->n == o->max) {
 		o->max = o->max ? 2 * o->max : 16;
@@ -299,11 +299,6 @@ static nfs_argop4 *v4_add(struct v4_ops *o, nfs_opnum4 op)
 	memset(&o->op[o->n], 0, sizeof(o->op[0]));
 	o->op[o->n].argop = op;
 	return &o->op[o->n++];
-}
-
-nfs_argop4 *nfs4_ops_add(struct v4_ops *o, nfs_opnum4 op)
-{
-	return v4_add(o, op);
 }
 
 void nfs4_ops_init(struct v4_ops *o)
@@ -342,9 +337,9 @@ static int decode_getfh(struct v4_call *c, COMPOUND4res *res, int first)
 static void add_putfh(struct v4_ops *o, const void *fh, size_t len)
 {
 	if (!fh) {
-		v4_add(o, OP_PUTROOTFH);
+		nfs4_ops_add(o, OP_PUTROOTFH);
 	} else {
-		nfs_argop4 *a = v4_add(o, OP_PUTFH);
+		nfs_argop4 *a = nfs4_ops_add(o, OP_PUTFH);
 
 		a->nfs_argop4_u.opputfh.object.nfs_fh4_len = (u_int)len;
 		a->nfs_argop4_u.opputfh.object.nfs_fh4_val = (char *)fh;
@@ -353,7 +348,7 @@ static void add_putfh(struct v4_ops *o, const void *fh, size_t len)
 
 static void add_lookup(struct v4_ops *o, char *name)
 {
-	nfs_argop4 *a = v4_add(o, OP_LOOKUP);
+	nfs_argop4 *a = nfs4_ops_add(o, OP_LOOKUP);
 
 	a->nfs_argop4_u.oplookup.objname.utf8string_len = (u_int)strlen(name);
 	a->nfs_argop4_u.oplookup.objname.utf8string_val = name;
@@ -401,7 +396,7 @@ int nfs4_ops_walk(struct v4_ops *o, struct nfs_context *nfs, const char *full, s
 			bytes -= lookup_bytes(names->pdata[first]);
 			add_lookup(&w, names->pdata[first++]);
 		}
-		v4_add(&w, OP_GETFH);
+		nfs4_ops_add(&w, OP_GETFH);
 		if (!fh)
 			fh = g_byte_array_new();
 		rc = nfs4_ops_run(nfs, &w, decode_getfh, fh);
@@ -436,7 +431,7 @@ static int v4_ops_at(struct v4_ops *o, struct nfs_context *nfs, const char *full
 
 void nfs4_ops_getattr(struct v4_ops *o)
 {
-	GETATTR4args *ga = &v4_add(o, OP_GETATTR)->nfs_argop4_u.opgetattr;
+	GETATTR4args *ga = &nfs4_ops_add(o, OP_GETATTR)->nfs_argop4_u.opgetattr;
 
 	ga->attr_request.bitmap4_len = 2;
 	ga->attr_request.bitmap4_val = v4_attr_request;
