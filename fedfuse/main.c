@@ -36,7 +36,16 @@ struct positional {
 	bool extra;
 };
 
-enum { KEY_DEFAULT_PERMISSIONS = 1 };
+enum { KEY_DEFAULT_PERMISSIONS = 1, KEY_SUID, KEY_DEV, KEY_ALLOW_SUID, KEY_ALLOW_DEV };
+
+/* Set-user-ID files and device nodes on a server take no effect through the mount (nosuid,
+ * nodev) unless asked. Asked means `-o suid`/`-o dev` when fedfuse is started directly, or
+ * `-o allow_suid`/`-o allow_dev` however it is started: mount(8) never passes `suid` or `dev`
+ * to a helper (they are its defaults), and mount.fuse3 adds both to every mount it starts, in
+ * the form with two arguments (NAMESPACE_FILE MOUNTPOINT), where they are ignored. */
+static struct {
+	bool suid, dev, allow_suid, allow_dev;
+} special_files;
 
 static const struct fuse_opt option_spec[] = {
 	/* fuse_opt applies every template that matches, in order, and "--namespace %s" also
@@ -47,7 +56,12 @@ static const struct fuse_opt option_spec[] = {
 	{ "readahead=%u", offsetof(struct ff_options, readahead_kib), 0 },
 	/* Ours to know, the kernel's to enforce: noted, and passed on (option_proc). */
 	FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
-	/* fstab-only options: accepted and ignored, as mount(8) may pass them on. */
+	FUSE_OPT_KEY("suid", KEY_SUID),
+	FUSE_OPT_KEY("dev", KEY_DEV),
+	FUSE_OPT_KEY("allow_suid", KEY_ALLOW_SUID),
+	FUSE_OPT_KEY("allow_dev", KEY_ALLOW_DEV),
+	/* fstab-only options: accepted and ignored, as mount(8) may pass them on (and x-*: see
+	 * option_proc). */
 	FUSE_OPT_KEY("_netdev", FUSE_OPT_KEY_DISCARD),
 	FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
 	FUSE_OPT_KEY("noauto", FUSE_OPT_KEY_DISCARD),
@@ -65,8 +79,25 @@ static int option_proc(void *data, const char *arg, int key, struct fuse_args *o
 {
 	struct ff_options *opts = data;
 
-	if (key == KEY_DEFAULT_PERMISSIONS)
+	switch (key) {
+	case KEY_DEFAULT_PERMISSIONS:
 		opts->default_permissions = true;
+		return 1;
+	case KEY_SUID:
+		special_files.suid = true;
+		return 0; /* passed on by main() if it stands */
+	case KEY_DEV:
+		special_files.dev = true;
+		return 0;
+	case KEY_ALLOW_SUID:
+		special_files.allow_suid = true;
+		return 0;
+	case KEY_ALLOW_DEV:
+		special_files.allow_dev = true;
+		return 0;
+	}
+	if (key == FUSE_OPT_KEY_OPT && g_str_has_prefix(arg, "x-"))
+		return 0; /* x-systemd.automount, x-mount.mkdir...: for other programs */
 	if (key != FUSE_OPT_KEY_NONOPT)
 		return 1; /* keep: libfuse parses the rest */
 	if (positional.count == 2) {
@@ -89,6 +120,10 @@ static void usage(const char *prog)
 	       "    -o namespace=FILE      the same, as a mount option\n"
 	       "    -o readahead=KIB       the kernel's read-ahead window for the mount, when\n"
 	       "                           run as root (default 1024; 0: the kernel's 128)\n"
+	       "    -o allow_suid          set-user-ID and set-group-ID bits take effect (the\n"
+	       "                           default is nosuid; -o suid too, started directly)\n"
+	       "    -o allow_dev           device nodes can be opened (the default is nodev;\n"
+	       "                           -o dev too, started directly)\n"
 	       "    -h   --help            print this help\n"
 	       "    -V   --version         print the version\n"
 	       "\n",
@@ -215,7 +250,12 @@ int main(int argc, char *argv[])
 		s.opts.namespace_file = g_steal_pointer(&positional.args[0]);
 		positional.args[0] = positional.args[1];
 		positional.count = 1;
+		special_files.suid = special_files.dev = false; /* mount.fuse3's, not the admin's */
 	}
+	if (special_files.suid || special_files.allow_suid)
+		fuse_opt_add_arg(&args, "-osuid");
+	if (special_files.dev || special_files.allow_dev)
+		fuse_opt_add_arg(&args, "-odev");
 	if (positional.extra || positional.count > 1) {
 		fprintf(stderr, "fedfuse: too many arguments (see --help)\n");
 		return 1;
