@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * control.c - /.fedfuse/{stats,namespace,locations}: the state of the daemon as text, made
- * afresh at each open, so `cat` always shows the present.
+ * control.c - /.fedfuse/{stats,namespace,locations,metrics}: the state of the daemon as text,
+ * made afresh at each open, so `cat` always shows the present.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "fedfuse/control.h"
+#include "fedfuse/metrics.h"
 #include "fedfuse/notify.h"
 
-static const char *const files[] = { "stats", "namespace", "locations", NULL };
+static const char *const files[] = { "stats", "namespace", "locations", "metrics", NULL };
 #define NFILES (G_N_ELEMENTS(files) - 1)
 
 bool ff_control_is_control(uint64_t ino)
@@ -64,6 +65,36 @@ int ff_control_getattr(struct ff_state *s, uint64_t ino, struct stat *st, double
 	return 0;
 }
 
+/* Open files and directories. */
+static void count_handles(struct ff_state *s, guint *nfiles, guint *ndirs)
+{
+	GHashTableIter it;
+	gpointer is_dir;
+
+	*nfiles = *ndirs = 0;
+	g_mutex_lock(&s->handles_lock);
+	g_hash_table_iter_init(&it, s->handles);
+	while (g_hash_table_iter_next(&it, NULL, &is_dir))
+		(*(is_dir ? ndirs : nfiles))++;
+	g_mutex_unlock(&s->handles_lock);
+}
+
+static void describe_metrics(struct ff_state *s, GString *out)
+{
+	guint nfiles, ndirs;
+
+	ff_mounts_describe_metrics(s->mounts, out);
+	ff_jcache_describe_metrics(s->jcache, out);
+	ff_metrics_append_value(out, "fedfuse_inodes", "gauge",
+				"Inodes the kernel holds a reference to.", ff_itab_count(s->itab));
+	count_handles(s, &nfiles, &ndirs);
+	ff_metrics_append_value(out, "fedfuse_open_files", "gauge", "Open files.", nfiles);
+	ff_metrics_append_value(out, "fedfuse_open_directories", "gauge", "Open directories.",
+				ndirs);
+	ff_notify_describe_metrics(out);
+	ff_metrics_append_process(out);
+}
+
 char *ff_control_read(struct ff_state *s, uint64_t ino, size_t *len)
 {
 	GString *out;
@@ -93,6 +124,9 @@ char *ff_control_read(struct ff_state *s, uint64_t ino, size_t *len)
 		ns = ff_state_ns(s);
 		ff_mounts_describe_locations(s->mounts, ns, out);
 		ff_namespace_unref(ns);
+		break;
+	case 3:
+		describe_metrics(s, out);
 		break;
 	}
 	*len = out->len;

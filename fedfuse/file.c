@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fedfuse/control.h"
 #include "fedfuse/dir.h"
@@ -174,6 +175,7 @@ void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 {
 	struct ff_file *f = ff_file_of(fi);
 	gint64 start = g_get_monotonic_time();
+	struct stat st;
 	ssize_t n;
 
 	if (!f->mnt) { /* a control file */
@@ -197,6 +199,10 @@ void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 		buf.buf[0].fd = f->fd;
 		buf.buf[0].pos = off;
 		ff_mount_account(f->mnt, FF_OP_READ, 0, start);
+		/* The splice's length is not returned: what the file holds from `off` on. */
+		if (fstat(f->fd, &st) == 0 && st.st_size > off)
+			ff_mount_account_bytes(f->mnt, FF_OP_READ,
+					       MIN((off_t)size, st.st_size - off));
 		fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
 		return;
 	}

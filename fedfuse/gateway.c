@@ -499,6 +499,7 @@ ssize_t ff_gw_read(struct ff_mount *m, ff_fh *fh, void *buf, size_t size, off_t 
 	if (n == 0)
 		n = m->be->ops->read(m->ctx, fh, buf, size, off);
 	account(m, FF_OP_READ, n < 0 ? (int)n : 0, start);
+	ff_mount_account_bytes(m, FF_OP_READ, n);
 	return n;
 }
 
@@ -511,6 +512,7 @@ ssize_t ff_gw_write(struct ff_mount *m, const struct ff_cred *cred, ff_fh *fh, c
 	if (n == 0)
 		n = m->be->ops->write(m->ctx, cred, fh, buf, size, off);
 	account(m, FF_OP_WRITE, n < 0 ? (int)n : 0, start);
+	ff_mount_account_bytes(m, FF_OP_WRITE, n);
 	return n;
 }
 

@@ -4,6 +4,7 @@
  * for a hash probe only, and expired entries are dropped when met.
  */
 #include "fedfuse/jcache.h"
+#include "fedfuse/metrics.h"
 
 struct key {
 	uint64_t mnt; /* the id of the mount holding it */
@@ -169,4 +170,22 @@ void ff_jcache_describe(struct ff_jcache *c, GString *out)
 			       " entries=%u\n",
 			       c->hits, c->misses, g_hash_table_size(c->slots));
 	g_mutex_unlock(&c->lock);
+}
+
+void ff_jcache_describe_metrics(struct ff_jcache *c, GString *out)
+{
+	gint64 hits, misses;
+	guint entries;
+
+	g_mutex_lock(&c->lock);
+	hits = c->hits;
+	misses = c->misses;
+	entries = g_hash_table_size(c->slots);
+	g_mutex_unlock(&c->lock);
+	ff_metrics_append_value(out, "fedfuse_junction_cache_hits_total", "counter",
+				"Junctions found in the junction cache.", hits);
+	ff_metrics_append_value(out, "fedfuse_junction_cache_misses_total", "counter",
+				"Junctions read from their backend.", misses);
+	ff_metrics_append_value(out, "fedfuse_junction_cache_entries", "gauge",
+				"Junctions in the junction cache.", entries);
 }

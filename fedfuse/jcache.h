@@ -44,5 +44,7 @@ void ff_jcache_clear(struct ff_jcache *c);
 
 /* "junction-cache hits=N misses=N entries=N" for /.fedfuse/stats. */
 void ff_jcache_describe(struct ff_jcache *c, GString *out);
+/* Its families of /.fedfuse/metrics. */
+void ff_jcache_describe_metrics(struct ff_jcache *c, GString *out);
 
 #endif /* FEDFUSE_JCACHE_H */

@@ -9,9 +9,10 @@
 
 #include "fedfuse/gateway.h"
 #include "fedfuse/inode.h"
-#include "fedfuse/mount.h"
 #include "fedfuse/log.h"
 #include "fedfuse/memory.h"
+#include "fedfuse/metrics.h"
+#include "fedfuse/mount.h"
 #include "fedfuse/notify.h"
 #include "fedfuse/plugins.h"
 
@@ -114,7 +115,26 @@ static const char *const op_names[FF_OP_COUNT] = {
 	[FF_OP_RENAME] = "rename",     [FF_OP_OPEN] = "open",	    [FF_OP_READ] = "read",
 	[FF_OP_WRITE] = "write",       [FF_OP_SYNC] = "sync",	    [FF_OP_READDIR] = "readdir",
 	[FF_OP_STATFS] = "statfs",     [FF_OP_XATTR] = "xattr",	    [FF_OP_OTHER] = "other",
+	[FF_OP_CONNECT] = "connect",
 };
+
+const char *ff_op_name(enum ff_op op)
+{
+	return op < FF_OP_COUNT ? op_names[op] : "?";
+}
+
+/* Counts one operation in the statistics and the metrics. */
+static void count_op(struct ff_mount *m, enum ff_op op, int rc, gint64 start_usec)
+{
+	struct ff_op_stats *s = &m->stats[op];
+	gint64 usec = start_usec ? g_get_monotonic_time() - start_usec : 0;
+
+	__atomic_fetch_add(&s->calls, 1, __ATOMIC_RELAXED);
+	if (rc < 0)
+		__atomic_fetch_add(&s->errors, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&s->usec, usec, __ATOMIC_RELAXED);
+	ff_metrics_op(m->metrics, op, rc, usec);
+}
 
 static int probe(struct ff_mount *m)
 {
@@ -153,6 +173,8 @@ static void mount_free(struct ff_mount *m)
 	g_free(m->key);
 	g_free(m->ns_path);
 	g_free(m->last_error);
+	if (m->own_metrics)
+		ff_metrics_free(m->metrics);
 	g_mutex_clear(&m->lock);
 	g_cond_clear(&m->connected);
 	g_free(m);
@@ -337,6 +359,8 @@ struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 		ff_mount_ref(parent);
 	m->parent = parent;
 	m->depth = parent ? parent->depth + 1 : 0;
+	m->own_metrics = !parent;
+	m->metrics = parent ? parent->metrics : ff_metrics_new();
 	location_copy(&m->loc, loc);
 	m->loc.spec.timeout = spec.timeout;
 	g_mutex_init(&m->lock);
@@ -449,6 +473,7 @@ static int mount_connect(struct ff_mount *m, bool background)
 	char *bmsg = NULL;
 	void *ctx = NULL;
 	bool watched = false;
+	gint64 start;
 	int rc = 0;
 
 	g_mutex_lock(&m->lock);
@@ -484,7 +509,9 @@ static int mount_connect(struct ff_mount *m, bool background)
 	 * backend call (gateway.h). */
 	m->connecting = true;
 	g_mutex_unlock(&m->lock);
+	start = g_get_monotonic_time();
 	rc = connect_on_connector(m->mounts, m, &ctx, &watched, &bmsg);
+	count_op(m, FF_OP_CONNECT, rc, start);
 	g_mutex_lock(&m->lock);
 	if (rc == 0) {
 		m->ctx = ctx;
@@ -522,14 +549,9 @@ int ff_mount_usable(struct ff_mount *m)
 
 int ff_mount_account(struct ff_mount *m, enum ff_op op, int rc, gint64 start_usec)
 {
-	struct ff_op_stats *s = &m->stats[op];
 	bool conn = ff_errno_is_connection(rc);
 
-	__atomic_fetch_add(&s->calls, 1, __ATOMIC_RELAXED);
-	if (rc < 0)
-		__atomic_fetch_add(&s->errors, 1, __ATOMIC_RELAXED);
-	if (start_usec)
-		__atomic_fetch_add(&s->usec, g_get_monotonic_time() - start_usec, __ATOMIC_RELAXED);
+	count_op(m, op, rc, start_usec);
 	if (conn || (rc >= 0 && g_atomic_int_get(&m->state) == FF_MOUNT_DOWN)) {
 		g_mutex_lock(&m->lock);
 		if (conn)
@@ -539,6 +561,11 @@ int ff_mount_account(struct ff_mount *m, enum ff_op op, int rc, gint64 start_use
 		g_mutex_unlock(&m->lock);
 	}
 	return rc;
+}
+
+void ff_mount_account_bytes(struct ff_mount *m, enum ff_op op, gint64 n)
+{
+	ff_metrics_bytes(m->metrics, op, n);
 }
 
 static const char *state_name(enum ff_mount_state s)
@@ -609,4 +636,25 @@ void ff_mounts_describe_stats(struct ff_mounts *mounts, GString *out)
 		}
 	}
 	g_mutex_unlock(&mounts->lock);
+}
+
+void ff_mounts_describe_metrics(struct ff_mounts *mounts, GString *out)
+{
+	GArray *locs = g_array_new(FALSE, FALSE, sizeof(struct ff_metrics_location));
+
+	g_mutex_lock(&mounts->lock);
+	for (GList *l = mounts->list.head; l; l = l->next) {
+		struct ff_mount *m = l->data;
+		struct ff_metrics_location loc = { m->ns_path, m->loc.spec.uri,
+						   g_atomic_int_get(&m->state), m->metrics };
+
+		if (m->ns_path && m->own_metrics)
+			g_array_append_val(locs, loc);
+	}
+	ff_metrics_append_locations((struct ff_metrics_location *)locs->data, locs->len, out);
+	ff_metrics_append_value(out, "fedfuse_mounts", "gauge",
+				"Locations in use: the namespace's and those of junctions.",
+				mounts->list.length);
+	g_mutex_unlock(&mounts->lock);
+	g_array_free(locs, TRUE);
 }

@@ -29,7 +29,8 @@ enum ff_op {
 	FF_OP_READDIR,
 	FF_OP_STATFS,
 	FF_OP_XATTR,
-	FF_OP_OTHER, /* fallocate, lseek, copy_file_range, locks */
+	FF_OP_OTHER,   /* fallocate, lseek, copy_file_range, locks */
+	FF_OP_CONNECT, /* the backend's mount(): connecting to the location */
 	FF_OP_COUNT
 };
 
@@ -42,6 +43,7 @@ struct ff_op_stats {
 enum ff_mount_state { FF_MOUNT_IDLE, FF_MOUNT_UP, FF_MOUNT_DOWN };
 
 struct ff_mounts;
+struct ff_metrics;
 
 struct ff_mount {
 	/* Part of inode numbers: 1..FF_MOUNT_INDEX_MAX, unique among live mounts and reused once
@@ -98,6 +100,10 @@ struct ff_mount {
 	gint open_files;     /* open handles, for silly rename decisions */
 	gint no_user_xattrs; /* the backend refused user.* xattrs: no fedfuse junctions here */
 	struct ff_op_stats stats[FF_OP_COUNT]; /* updated atomically */
+	/* Its referral's series in /.fedfuse/metrics: its own for a referral's mount, else the
+	 * parent's (metrics.h). */
+	struct ff_metrics *metrics;
+	bool own_metrics;
 };
 
 struct ff_mounts *ff_mounts_new(void);
@@ -133,6 +139,10 @@ int ff_mount_usable(struct ff_mount *m);
  * is a connection-level error (timeout, refused, reset, unreachable) or up when it succeeded
  * after being down. Returns rc. */
 int ff_mount_account(struct ff_mount *m, enum ff_op op, int rc, gint64 start_usec);
+/* Bytes a read returned or a write wrote (op FF_OP_READ or FF_OP_WRITE), for the metrics. */
+void ff_mount_account_bytes(struct ff_mount *m, enum ff_op op, gint64 n);
+/* "lookup", "getattr"...: the name of an operation in the statistics. */
+const char *ff_op_name(enum ff_op op);
 
 /* A node of the root of `m` (connected), shared and kept by the mount until it is unmounted:
  * the first call asks the backend, the others nothing. 0 or -errno. */
@@ -148,5 +158,7 @@ double ff_mount_cache_timeout(const struct ff_mount *m);
 void ff_mounts_describe_locations(struct ff_mounts *mounts, const struct ff_namespace *ns,
 				  GString *out);
 void ff_mounts_describe_stats(struct ff_mounts *mounts, GString *out);
+/* The per-location families of /.fedfuse/metrics (metrics.h), and the number of mounts. */
+void ff_mounts_describe_metrics(struct ff_mounts *mounts, GString *out);
 
 #endif /* FEDFUSE_MOUNT_H */

@@ -10,6 +10,7 @@
  */
 #include <string.h>
 
+#include "fedfuse/metrics.h"
 #include "fedfuse/mount.h"
 #include "fedfuse/notify.h"
 
@@ -95,4 +96,13 @@ void ff_notify_describe(GString *out)
 {
 	g_string_append_printf(out, "notify invalidations=%" G_GINT64_FORMAT "\n",
 			       __atomic_load_n(&hub.sent, __ATOMIC_RELAXED));
+}
+
+void ff_notify_describe_metrics(GString *out)
+{
+	ff_metrics_append_value(
+		out, "fedfuse_kernel_invalidations_total", "counter",
+		"Entries and inodes the kernel was told to forget, for changes made "
+		"by others.",
+		__atomic_load_n(&hub.sent, __ATOMIC_RELAXED));
 }

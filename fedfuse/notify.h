@@ -33,5 +33,7 @@ void ff_notify_init(struct ff_notify *n, struct ff_mount *m);
 
 /* "notify invalidations=N" for /.fedfuse/stats: kernel invalidations sent for others' changes. */
 void ff_notify_describe(GString *out);
+/* Its family of /.fedfuse/metrics. */
+void ff_notify_describe_metrics(GString *out);
 
 #endif /* FEDFUSE_NOTIFY_H */

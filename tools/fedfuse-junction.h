@@ -51,6 +51,6 @@ void tool_complain_bad(const char *path, const struct found *f);
 int cmd_add(int argc, char **argv);    /* junction_edit.c */
 int cmd_remove(int argc, char **argv); /* junction_edit.c */
 int cmd_check(int argc, char **argv);  /* junction_probe.c */
-int cmd_status(int argc, char **argv); /* junction_probe.c */
+int cmd_status(int argc, char **argv); /* junction_status.c */
 
 #endif /* TOOLS_FEDFUSE_JUNCTION_H */

@@ -445,7 +445,8 @@ def test_status(tmp_path, mount_factory):
     assert rows[0][2] == "up"
     # columns line up
     assert lines[4].index(f"file://{a}") == lines[3].index("LOCATION")
-    assert "Statistics" in lines and "Namespace" in lines
+    assert "Statistics (per location in use)" in lines and "Namespace" in lines
+    assert "Traffic (operations sent to each referral's locations)" in lines
     assert f"  file={m.namespace}" in lines
     assert any(line.startswith("  /x/b referral locations=") for line in lines)
 

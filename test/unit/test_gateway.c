@@ -10,6 +10,7 @@
 #include <glib.h>
 
 #include "fedfuse/gateway.h"
+#include "fedfuse/metrics.h"
 
 static int calls;
 
@@ -150,6 +151,26 @@ static void test_required(void)
 	g_assert_cmpstr(missing, ==, "lookup");
 }
 
+/* What the operations above show in /.fedfuse/metrics. */
+static void check_metrics(struct ff_mount *m)
+{
+	struct ff_metrics_location loc = { "/r", "fake:///a\"b", FF_MOUNT_UP, m->metrics };
+	GString *out = g_string_new(NULL);
+
+	ff_metrics_append_locations(&loc, 1, out);
+	/* a label value's quote is escaped */
+	g_assert_nonnull(strstr(out->str, "fedfuse_backend_ops_total{location=\"/r\","
+					  "uri=\"fake:///a\\\"b\",op=\"lookup\"} 2\n"));
+	g_assert_nonnull(strstr(out->str, ",op=\"lookup\",errno=\"ENOENT\"} 1\n"));
+	g_assert_nonnull(strstr(out->str, ",op=\"statfs\",errno=\"ENOSYS\"} 1\n"));
+	g_assert_nonnull(strstr(out->str, ",op=\"lookup\",le=\"+Inf\"} 2\n"));
+	g_assert_nonnull(strstr(out->str, "fedfuse_backend_read_bytes_total{location=\"/r\","
+					  "uri=\"fake:///a\\\"b\"} 4\n"));
+	g_assert_nonnull(strstr(out->str, "fedfuse_location_up{location=\"/r\",uri=\"fake:"
+					  "///a\\\"b\"} 1\n"));
+	g_string_free(out, TRUE);
+}
+
 static void test_accounting_and_down(void)
 {
 	const char *missing = NULL;
@@ -165,6 +186,7 @@ static void test_accounting_and_down(void)
 	m.be = &be;
 	m.loc.spec.uri = "fake:///";
 	m.state = FF_MOUNT_UP;
+	m.metrics = ff_metrics_new();
 	calls = 0;
 
 	g_assert_cmpint(ff_gw_lookup(&m, NULL, NULL, "here", &node, &st), ==, 0);
@@ -177,6 +199,7 @@ static void test_accounting_and_down(void)
 	g_assert_cmpint(ff_gw_statfs(&m, NULL, NULL, NULL), ==, -ENOSYS);
 	g_assert_cmpint(m.stats[FF_OP_STATFS].errors, ==, 1);
 	g_assert_cmpint(calls, ==, 3);
+	check_metrics(&m);
 
 	/* down: node operations fail with what put it down, open files with EIO, and the
 	 * backend is not called; the root is still asked (it is how one finds it back) */
@@ -191,6 +214,7 @@ static void test_accounting_and_down(void)
 	g_assert_cmpint(m.state, ==, FF_MOUNT_UP); /* a success brought it back */
 	g_free(m.last_error);
 	g_mutex_clear(&m.lock);
+	ff_metrics_free(m.metrics);
 	g_free((gpointer)be.ops);
 }
 
