@@ -5,21 +5,44 @@
 #include <glib.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fedfuse/log.h"
 
 static bool to_stderr = true;
+static bool to_journal; /* stderr is the journal's stream: "<N>" prefixes give priorities */
 static bool debug_on;
+static int threshold = LOG_DEBUG;
 static GMutex once_lock;
 static GHashTable *once_seen; /* key -> gint64 monotonic time of the last message */
 
 static void glib_handler(const gchar *domain, GLogLevelFlags level, const gchar *message,
 			 gpointer data);
 
+/* systemd sets JOURNAL_STREAM to the device and inode of the stream it connected to stderr
+ * (systemd.exec(5)); a program that passed stderr on to another no longer matches. */
+static bool stderr_is_journal(void)
+{
+	const char *env = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	return env && sscanf(env, "%llu:%llu", &dev, &ino) == 2 && fstat(STDERR_FILENO, &st) == 0 &&
+	       st.st_dev == dev && st.st_ino == ino;
+}
+
+void ff_log_set_threshold(int prio)
+{
+	threshold = prio;
+}
+
 void ff_log_init(bool foreground, bool debug)
 {
 	to_stderr = foreground;
+	to_journal = foreground && stderr_is_journal();
 	debug_on = debug;
 	if (!foreground)
 		openlog("fedfuse", LOG_PID, LOG_DAEMON);
@@ -38,7 +61,7 @@ __attribute__((format(printf, 2, 0))) static void vlog(int prio, const char *fmt
 	static const char *const names[] = { "emergency", "alert",  "critical", "error",
 					     "warning",	  "notice", "info",	"debug" };
 
-	if (prio == LOG_DEBUG && !debug_on)
+	if ((prio == LOG_DEBUG && !debug_on) || prio > threshold)
 		return;
 	if (!to_stderr) {
 		vsyslog(prio, fmt, ap);
@@ -47,7 +70,10 @@ __attribute__((format(printf, 2, 0))) static void vlog(int prio, const char *fmt
 	/* One fprintf per line keeps lines from different threads whole. */
 	char *msg = g_strdup_vprintf(fmt, ap);
 
-	fprintf(stderr, "fedfuse: %s: %s\n", names[prio & 7], msg);
+	if (to_journal)
+		fprintf(stderr, "<%d>%s\n", prio & 7, msg);
+	else
+		fprintf(stderr, "fedfuse: %s: %s\n", names[prio & 7], msg);
 	g_free(msg);
 }
 

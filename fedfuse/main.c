@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "fedfuse/bdi.h"
+#include "fedfuse/check.h"
 #include "fedfuse/cred.h"
 #include "fedfuse/fedfuse.h"
 #include "fedfuse/gateway.h"
@@ -36,7 +37,7 @@ struct positional {
 	bool extra;
 };
 
-enum { KEY_DEFAULT_PERMISSIONS = 1, KEY_SUID, KEY_DEV, KEY_ALLOW_SUID, KEY_ALLOW_DEV };
+enum { KEY_DEFAULT_PERMISSIONS = 1, KEY_SUID, KEY_DEV, KEY_ALLOW_SUID, KEY_ALLOW_DEV, KEY_CHECK };
 
 /* Set-user-ID files and device nodes on a server take no effect through the mount (nosuid,
  * nodev) unless asked. Asked means `-o suid`/`-o dev` when fedfuse is started directly, or
@@ -55,6 +56,7 @@ static const struct fuse_opt option_spec[] = {
 	{ "namespace=%s", offsetof(struct ff_options, namespace_file), 0 },
 	{ "readahead=%u", offsetof(struct ff_options, readahead_kib), 0 },
 	/* Ours to know, the kernel's to enforce: noted, and passed on (option_proc). */
+	FUSE_OPT_KEY("--check", KEY_CHECK),
 	FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
 	FUSE_OPT_KEY("suid", KEY_SUID),
 	FUSE_OPT_KEY("dev", KEY_DEV),
@@ -74,6 +76,7 @@ static const struct fuse_opt option_spec[] = {
 };
 
 static struct positional positional;
+static bool check_mode; /* --check: a dry run (check.c) */
 
 static int option_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
 {
@@ -95,6 +98,9 @@ static int option_proc(void *data, const char *arg, int key, struct fuse_args *o
 	case KEY_ALLOW_DEV:
 		special_files.allow_dev = true;
 		return 0;
+	case KEY_CHECK:
+		check_mode = true;
+		return 0;
 	}
 	if (key == FUSE_OPT_KEY_OPT && g_str_has_prefix(arg, "x-"))
 		return 0; /* x-systemd.automount, x-mount.mkdir...: for other programs */
@@ -108,10 +114,30 @@ static int option_proc(void *data, const char *arg, int key, struct fuse_args *o
 	return 0;
 }
 
+/* --check [--namespace FILE | FILE] [MOUNTPOINT] */
+static int run_check(struct ff_options *opts)
+{
+	const char *file = opts->namespace_file ? opts->namespace_file : positional.args[0];
+	const char *mnt = opts->namespace_file ? positional.args[0] : positional.args[1];
+	int ret = 1;
+
+	if (!file)
+		fprintf(stderr, "fedfuse: --check needs a namespace file (see --help)\n");
+	else if (positional.extra || (opts->namespace_file && positional.count > 1))
+		fprintf(stderr, "fedfuse: too many arguments (see --help)\n");
+	else
+		ret = ff_check(file, mnt);
+	g_free(opts->namespace_file);
+	g_free(positional.args[0]);
+	g_free(positional.args[1]);
+	return ret;
+}
+
 static void usage(const char *prog)
 {
 	printf("usage: %s [options] MOUNTPOINT\n"
 	       "       %s NAMESPACE_FILE MOUNTPOINT [-o options]   (the form mount.fuse3 uses)\n"
+	       "       %s --check NAMESPACE_FILE [MOUNTPOINT]\n"
 	       "\n"
 	       "Mounts the federated namespace described by a namespace file.\n"
 	       "\n"
@@ -124,10 +150,14 @@ static void usage(const char *prog)
 	       "                           default is nosuid; -o suid too, started directly)\n"
 	       "    -o allow_dev           device nodes can be opened (the default is nodev;\n"
 	       "                           -o dev too, started directly)\n"
+	       "    --check                validate the namespace file and probe each location\n"
+	       "                           (exit 0 only if all answer); with MOUNTPOINT, also\n"
+	       "                           print what a reload (SIGHUP) of that mount would\n"
+	       "                           change. Mounts nothing, changes nothing\n"
 	       "    -h   --help            print this help\n"
 	       "    -V   --version         print the version\n"
 	       "\n",
-	       prog, prog);
+	       prog, prog, prog);
 	fuse_cmdline_help();
 	fuse_lowlevel_help();
 }
@@ -246,6 +276,8 @@ int main(int argc, char *argv[])
 	s.opts.readahead_kib = 1024;
 	if (fuse_opt_parse(&args, &s.opts, option_spec, option_proc) < 0)
 		return 1;
+	if (check_mode)
+		return run_check(&s.opts);
 	if (positional.count == 2 && !s.opts.namespace_file) {
 		s.opts.namespace_file = g_steal_pointer(&positional.args[0]);
 		positional.args[0] = positional.args[1];
