@@ -11,12 +11,16 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#ifdef HAVE_LIBSYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 #include "fedfuse/bdi.h"
 #include "fedfuse/check.h"
@@ -162,6 +166,24 @@ static void usage(const char *prog)
 	fuse_lowlevel_help();
 }
 
+/* Tell systemd how the service is (a Type=notify unit: fedfuse@.service); nothing when it was
+ * not started by systemd. The text holds lines such as "READY=1" (sd_notify(3)). */
+static G_GNUC_PRINTF(1, 2) void notify_service(const char *fmt, ...)
+{
+#ifdef HAVE_LIBSYSTEMD
+	va_list ap;
+	char *state;
+
+	va_start(ap, fmt);
+	state = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	sd_notify(0, state);
+	g_free(state);
+#else
+	(void)fmt;
+#endif
+}
+
 /* SIGHUP: a handler may only write to a pipe; a thread does the reload. */
 static int hup_pipe[2] = { -1, -1 };
 
@@ -181,8 +203,15 @@ static void *reload_thread(void *data)
 	struct ff_state *s = data;
 	char c;
 
-	while (read(hup_pipe[0], &c, 1) == 1)
-		ff_state_reload(s);
+	while (read(hup_pipe[0], &c, 1) == 1) {
+		notify_service("RELOADING=1\nMONOTONIC_USEC=%" G_GINT64_FORMAT,
+			       g_get_monotonic_time());
+		if (ff_state_reload(s))
+			notify_service("READY=1\nSTATUS=namespace reloaded");
+		else
+			notify_service("READY=1\nSTATUS=reload failed: the namespace in force is "
+				       "kept (see the log)");
+	}
 	return NULL;
 }
 
@@ -362,7 +391,10 @@ int main(int argc, char *argv[])
 		goto out_unmount;
 	}
 	ff_info("serving %s on %s", s.opts.namespace_file, cmd.mountpoint);
+	/* Ready once mounted: the kernel queues requests until the loop below takes them. */
+	notify_service("READY=1\nSTATUS=serving %s on %s", s.opts.namespace_file, cmd.mountpoint);
 	ret = serve(&s, &cmd);
+	notify_service("STOPPING=1");
 	ff_locks_stop(s.locks); /* answers the requests still waiting for a lock */
 	/* A signal that asked us to stop is a clean stop. */
 	if (ret == SIGINT || ret == SIGTERM)
