@@ -41,7 +41,7 @@
 #include <fcntl.h>
 
 #define FF_BACKEND_ABI_MAJOR 4 /* incompatible changes bump this; the core refuses others */
-#define FF_BACKEND_ABI_MINOR 0 /* compatible additions (new ops at the end) bump this */
+#define FF_BACKEND_ABI_MINOR 1 /* compatible additions (new ops at the end) bump this */
 #define FF_BACKEND_SYMBOL "fedfuse_backend"
 
 /* An object (file, directory, symlink, ...) inside a location, as the backend represents it.
@@ -153,6 +153,17 @@ struct ff_notify {
 	/* The entry `name` in the directory with this identity was added, removed or renamed, or
 	 * the object it names changed what it is (a directory became a junction, say). */
 	void (*inval_entry)(void *data, dev_t dev, ino_t dir_ino, const char *name);
+};
+
+/* What the core offers every backend, whatever the location: given to attach() once, when the
+ * module is loaded; valid as long as it is loaded. */
+struct ff_host {
+	/* True when the caller of the operation this thread runs was interrupted by a signal
+	 * (Ctrl-C): a backend that waits for its server may stop waiting and return -EINTR,
+	 * discarding the server's late answer, instead of waiting out its timeout; the caller
+	 * then gets EINTR at once and the worker is free. Cheap enough to ask at every wake of a
+	 * wait loop; a backend that asks wakes every 100 ms at least. */
+	bool (*interrupted)(void);
 };
 
 struct ff_backend_ops {
@@ -302,6 +313,11 @@ struct ff_backend_ops {
 	 * The core then lets the kernel cache the location's entries, attributes and listings
 	 * for long. */
 	bool (*watched)(void *loc);
+
+	/* ---- the module (ABI minor 1) -------------------------------------------------------- */
+
+	/* Optional. Called once, when the module is loaded, before any other operation. */
+	void (*attach)(const struct ff_host *host);
 };
 
 /* Errors that mean "the location cannot be reached", not "this request failed": the core marks

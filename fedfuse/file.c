@@ -12,6 +12,7 @@
 #include "fedfuse/file.h"
 #include "fedfuse/gateway.h"
 #include "fedfuse/hidden.h"
+#include "fedfuse/interrupt.h"
 #include "fedfuse/log.h"
 #include "fedfuse/notify.h"
 
@@ -171,7 +172,8 @@ static char *io_buffer(size_t size)
 	return b->data;
 }
 
-void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+static void do_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
 {
 	struct ff_file *f = ff_file_of(fi);
 	gint64 start = g_get_monotonic_time();
@@ -213,8 +215,8 @@ void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 		fuse_reply_buf(req, io_buffer(size), n);
 }
 
-void ff_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
-		  struct fuse_file_info *fi)
+static void do_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
+			 struct fuse_file_info *fi)
 {
 	struct ff_file *f = ff_file_of(fi);
 	size_t size = fuse_buf_size(in);
@@ -357,8 +359,8 @@ void ff_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
 	ff_locks_flock(ff_req_state(req)->locks, req, f->inode, f->mnt, &f->flock_fd, op);
 }
 
-void ff_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
-		  struct fuse_file_info *fi)
+static void do_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+			 struct fuse_file_info *fi)
 {
 	struct ff_file *f = ff_file_of(fi);
 	struct ff_cred_hold h;
@@ -376,7 +378,8 @@ void ff_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len
 	ff_reply_err(req, rc);
 }
 
-void ff_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
+static void do_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
 {
 	struct ff_file *f = ff_file_of(fi);
 	off_t res;
@@ -392,9 +395,9 @@ void ff_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse
 		fuse_reply_lseek(req, res);
 }
 
-void ff_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
-			struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
-			struct fuse_file_info *fi_out, size_t len, int flags)
+static void do_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			       struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			       struct fuse_file_info *fi_out, size_t len, int flags)
 {
 	struct ff_file *in = ff_file_of(fi_in), *out = ff_file_of(fi_out);
 	struct ff_cred_hold h;
@@ -414,4 +417,45 @@ void ff_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		ff_reply_err(req, (int)n);
 	else
 		fuse_reply_write(req, n);
+}
+
+/* ---- interruptible: a wait for the server ends with EINTR when the caller is interrupted --- */
+
+void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	ff_intr_begin(req);
+	do_read(req, ino, size, off, fi);
+	ff_intr_end();
+}
+
+void ff_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
+		  struct fuse_file_info *fi)
+{
+	ff_intr_begin(req);
+	do_write_buf(req, ino, in, off, fi);
+	ff_intr_end();
+}
+
+void ff_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+		  struct fuse_file_info *fi)
+{
+	ff_intr_begin(req);
+	do_fallocate(req, ino, mode, off, len, fi);
+	ff_intr_end();
+}
+
+void ff_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
+{
+	ff_intr_begin(req);
+	do_lseek(req, ino, off, whence, fi);
+	ff_intr_end();
+}
+
+void ff_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			struct fuse_file_info *fi_out, size_t len, int flags)
+{
+	ff_intr_begin(req);
+	do_copy_file_range(req, ino_in, off_in, fi_in, ino_out, off_out, fi_out, len, flags);
+	ff_intr_end();
 }

@@ -15,6 +15,7 @@
 #include "fedfuse/file.h"
 #include "fedfuse/gateway.h"
 #include "fedfuse/hidden.h"
+#include "fedfuse/interrupt.h"
 #include "fedfuse/log.h"
 #include "fedfuse/notify.h"
 #include "fedfuse/xattr.h"
@@ -69,11 +70,13 @@ static void ff_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
+	ff_intr_begin(req);
 	ff_cred_get(req, &h);
 	ff_ctx_begin(&c, s, &h.cred);
 	rc = ff_resolve_lookup(&c, inode, name, &e);
 	ff_ctx_end(&c);
 	ff_cred_put(&h);
+	ff_intr_end();
 	if (rc == -ENOENT) { /* negative entries are not cached: others may create it */
 		memset(&e, 0, sizeof(e));
 		fuse_reply_entry(req, &e);
@@ -118,11 +121,13 @@ static void ff_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_err(req, EIO);
 		return;
 	}
+	ff_intr_begin(req);
 	ff_cred_get(req, &h);
 	ff_ctx_begin(&c, s, &h.cred);
 	rc = ff_resolve_getattr(&c, inode, f && f->mnt ? f->fh : NULL, &st, &timeout);
 	ff_ctx_end(&c);
 	ff_cred_put(&h);
+	ff_intr_end();
 	if (rc < 0)
 		ff_reply_err(req, rc);
 	else
@@ -442,11 +447,13 @@ static void ff_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_err(req, ESTALE);
 		return;
 	}
+	ff_intr_begin(req);
 	ff_cred_get(req, &h);
 	ff_ctx_begin(&c, s, &h.cred);
 	rc = ff_dir_open(&c, inode, &dir);
 	ff_ctx_end(&c);
 	ff_cred_put(&h);
+	ff_intr_end();
 	if (rc < 0) {
 		ff_reply_err(req, rc);
 		return;
@@ -466,11 +473,13 @@ static void do_readdir(fuse_req_t req, size_t size, off_t off, struct fuse_file_
 	struct ff_cred_hold h;
 	struct ff_ctx c;
 
+	ff_intr_begin(req);
 	ff_cred_get(req, &h);
 	ff_ctx_begin(&c, ff_req_state(req), &h.cred);
 	ff_dir_read(&c, req, (struct ff_dir *)(uintptr_t)fi->fh, size, off, plus);
 	ff_ctx_end(&c);
 	ff_cred_put(&h);
+	ff_intr_end();
 }
 
 static void ff_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

@@ -27,6 +27,7 @@
 #include "fedfuse/cred.h"
 #include "fedfuse/fedfuse.h"
 #include "fedfuse/gateway.h"
+#include "fedfuse/interrupt.h"
 #include "fedfuse/log.h"
 #include "fedfuse/notify.h"
 #include "fedfuse/plugins.h"
@@ -367,6 +368,7 @@ int main(int argc, char *argv[])
 		goto out_state;
 	if (fuse_set_signal_handlers(s.se) != 0)
 		goto out_session;
+	ff_intr_watch_session(s.se);
 	if (fuse_session_mount(s.se, cmd.mountpoint) != 0)
 		goto out_signals;
 	ff_bdi_set_readahead(cmd.mountpoint, s.opts.readahead_kib);
@@ -406,6 +408,7 @@ out_unmount:
 out_signals:
 	fuse_remove_signal_handlers(s.se);
 out_session:
+	ff_intr_watch_session(NULL);
 	fuse_session_destroy(s.se);
 out_state:
 	ff_release_all(&s);

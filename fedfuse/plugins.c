@@ -10,7 +10,11 @@
 #include <string.h>
 
 #include "fedfuse/gateway.h"
+#include "fedfuse/interrupt.h"
 #include "fedfuse/plugins.h"
+
+/* The core's services to backends (backend.h). */
+static const struct ff_host host = { .interrupted = ff_intr_requested };
 
 static GMutex plugins_lock;
 static GHashTable *plugins; /* scheme -> const struct ff_backend * */
@@ -76,6 +80,8 @@ static const struct ff_backend *load(const char *scheme, char **msg)
 			return NULL;
 		}
 		g_module_make_resident(mod);
+		if (be->abi_minor >= 1 && ops->attach)
+			ops->attach(&host);
 		/* The core's copy, whose operations are all there (gateway.h). */
 		copy = g_memdup2(be, sizeof(*be));
 		copy->ops = ops;

@@ -7,6 +7,7 @@
 
 #include "fedfuse/control.h"
 #include "fedfuse/gateway.h"
+#include "fedfuse/interrupt.h"
 #include "fedfuse/request.h"
 
 /* Find the inode and its backend target. With `write`, refuse namespace-only inodes and
@@ -15,6 +16,7 @@ int ff_req_begin(fuse_req_t req, fuse_ino_t ino, bool write, struct ff_request *
 {
 	int rc;
 
+	ff_intr_begin(req);
 	op->s = ff_req_state(req);
 	op->t = (struct ff_target){ 0 };
 	ff_cred_get(req, &op->h);
@@ -37,6 +39,7 @@ void ff_req_end(struct ff_request *op)
 	ff_target_put(op->s, &op->t);
 	ff_ctx_end(&op->c);
 	ff_cred_put(&op->h);
+	ff_intr_end();
 }
 
 void ff_handle_track(struct ff_state *s, void *handle, bool is_dir)

@@ -26,7 +26,8 @@ static inline struct ff_state *ff_req_state(fuse_req_t req)
 }
 
 /* Find the inode and its backend target. With `write`, refuse namespace-only inodes and
- * read-only referrals with EROFS. Call ff_req_end() whatever it returns. */
+ * read-only referrals with EROFS. Call ff_req_end() whatever it returns. In between, the
+ * request can be interrupted (interrupt.h). */
 int ff_req_begin(fuse_req_t req, fuse_ino_t ino, bool write, struct ff_request *op);
 void ff_req_end(struct ff_request *op);
 

@@ -1002,6 +1002,13 @@ static int mem_rename(void *loc, const struct ff_cred *cred, ff_node *parent, co
 
 /* ---- the module's one symbol ------------------------------------------------------------ */
 
+const struct ff_host *mem_host;
+
+static void mem_attach(const struct ff_host *host)
+{
+	mem_host = host;
+}
+
 static const struct ff_backend_ops mem_ops = {
 	.check = mem_check,
 	.mount = mem_mount,
@@ -1043,6 +1050,8 @@ static const struct ff_backend_ops mem_ops = {
 	.getxattr = mem_getxattr,
 	.listxattr = mem_listxattr,
 	.removexattr = mem_removexattr,
+
+	.attach = mem_attach,
 };
 
 __attribute__((visibility("default"))) const struct ff_backend fedfuse_backend = {

@@ -92,6 +92,8 @@ struct mem_dir {
 /* ---- mem_fault.c ----------------------------------------------------------------------------- */
 
 struct mem_faults;
+/* The core's services (attach()), or NULL. */
+extern const struct ff_host *mem_host;
 /* The faults FILE asks for, on a location whose operations may take `timeout` seconds. */
 struct mem_faults *mem_faults_new(const char *file, double timeout);
 void mem_faults_free(struct mem_faults *f);

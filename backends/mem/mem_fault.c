@@ -9,6 +9,7 @@
  *   OP delay MS          answer after MS milliseconds
  *   OP hang              answer nothing until the location's timeout has passed: ETIMEDOUT,
  *                        as a backend that honours spec->timeout does
+ * A delay or hang ends early with EINTR when the caller is interrupted (struct ff_host).
  *
  * OP is an operation's name in the contract (lookup, getattr, read, write, mkdir, readdir, ...)
  * or `*` for every operation the file does not name. A missing or empty file injects nothing;
@@ -162,8 +163,27 @@ void mem_faults_free(struct mem_faults *f)
 	g_free(f);
 }
 
+/* Wait `ms`, as a server that is slow to answer, unless the caller is interrupted: 0, or
+ * -EINTR at most 20 ms after the interrupt. */
+static int wait_ms(struct mem_faults *f, int ms)
+{
+	gint64 end = g_get_monotonic_time() + (gint64)ms * 1000;
+
+	for (;;) {
+		gint64 left = end - g_get_monotonic_time();
+
+		if (left <= 0)
+			return 0;
+		if (mem_host && mem_host->interrupted && mem_host->interrupted())
+			return -EINTR;
+		g_usleep((gulong)MIN(left, 20000));
+	}
+}
+
 int mem_fault(struct mem_faults *f, const char *op)
 {
+	int rc;
+
 	struct mem_rule r = { 0 }, *found;
 	struct stat st;
 	bool have;
@@ -183,10 +203,13 @@ int mem_fault(struct mem_faults *f, const char *op)
 		r = *found;
 	g_mutex_unlock(&f->lock);
 	if (r.hang) {
-		g_usleep((gulong)f->timeout_ms * 1000);
-		return -ETIMEDOUT;
+		rc = wait_ms(f, f->timeout_ms);
+		return rc < 0 ? rc : -ETIMEDOUT;
 	}
-	if (r.delay_ms > 0)
-		g_usleep((gulong)r.delay_ms * 1000);
+	if (r.delay_ms > 0) {
+		rc = wait_ms(f, r.delay_ms);
+		if (rc < 0)
+			return rc;
+	}
 	return -r.err;
 }

@@ -438,6 +438,8 @@ static const struct ff_backend_ops nfs_ops = {
 	.readdir = nfs_readdir_node,
 	.releasedir = nfs_releasedir_node,
 	.statfs = nfs_statfs_loc,
+
+	.attach = nfs_attach,
 };
 
 __attribute__((visibility("default"))) const struct ff_backend fedfuse_backend = {

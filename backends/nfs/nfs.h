@@ -264,8 +264,13 @@ gint64 nfs_deadline(const struct nfs_loc *loc);
 /* Set the context's RPC timeout to what is left until `deadline`; -ETIMEDOUT when nothing is. */
 int nfs_set_deadline(struct nfs_context *nfs, gint64 deadline);
 /* Run the context's event loop until *done is set, or until `deadline`. Returns 0, or an error
- * when the connection failed (then pending callbacks have been called or never will be). */
+ * when the connection failed (then pending callbacks have been called or never will be), or
+ * -EINTR when the caller was interrupted (then the call is still pending: its callback runs
+ * later, or when the context is destroyed). */
 int nfs_event_loop(struct nfs_context *nfs, const int *done, gint64 deadline);
+/* The module's attach(): nfs_event_loop() asks the core whether its caller was interrupted (it
+ * then returns -EINTR, and the caller abandons its call as after a timeout). */
+void nfs_attach(const struct ff_host *host);
 
 /* ---- nfs_v3.c ---------------------------------------------------------------------------- */
 

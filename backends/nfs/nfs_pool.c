@@ -79,8 +79,18 @@ int nfs_set_deadline(struct nfs_context *nfs, gint64 deadline)
 	return 0;
 }
 
+/* The core's services (attach()), or NULL. */
+static const struct ff_host *host;
+
+void nfs_attach(const struct ff_host *h)
+{
+	host = h;
+}
+
 int nfs_event_loop(struct nfs_context *nfs, const int *done, gint64 deadline)
 {
+	bool (*asked)(void) = host ? host->interrupted : NULL;
+
 	while (!*done) {
 		struct pollfd pfd = { .fd = nfs_get_fd(nfs), .events = nfs_which_events(nfs) };
 		gint64 left = deadline - g_get_monotonic_time();
@@ -88,7 +98,10 @@ int nfs_event_loop(struct nfs_context *nfs, const int *done, gint64 deadline)
 
 		if (left <= 0)
 			return -ETIMEDOUT;
-		/* Wake at least every 100 ms: libnfs expires RPCs inside nfs_service(). */
+		if (asked && asked())
+			return -EINTR; /* the caller abandons the call; its late reply is dropped */
+		/* Wake at least every 100 ms: libnfs expires RPCs inside nfs_service(), and an
+		 * interrupted caller is let go. */
 		n = poll(&pfd, 1, (int)MIN(left / 1000 + 1, 100));
 		if (n < 0 && errno == EINTR)
 			continue; /* never pass -1 to libnfs: it would drop the connection */

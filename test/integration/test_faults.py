@@ -28,7 +28,7 @@ import pytest
 from conftest import backend_module_present, read_servers_env, stop_or_fail, uri_below
 from servers_util import (PrivateServers, Timed, errno_of, location_state, location_xattr,
                           poll, port_listens, read_locations, timed)
-from util import namespace_text, read_file, wait_until, write_file
+from util import ctrl_c, namespace_text, read_file, wait_until, write_file
 
 TIMEOUT = 3  # the namespace's timeout=, seconds
 OP_BOUND = TIMEOUT + 2  # an operation on a stopped server fails within this (issues 5, 6)
@@ -456,6 +456,57 @@ def test_skip_hides_referral_while_all_replicas_down(servers, trees, tmp_path, m
         f"replicas still not up {RECOVERY} s after the servers resumed:\n"
         + open(os.path.join(m.mnt, ".fedfuse", "locations")).read())
     stop_or_fail(m)
+
+
+# A program blocked on a frozen server, with a SIGINT handler: it prints what ended its call.
+CTRL_C_CHILD = r"""
+import mmap, os, signal, sys
+def on_int(sig, frame):
+    raise KeyboardInterrupt
+signal.signal(signal.SIGINT, on_int)
+fd = os.open(sys.argv[2], os.O_RDONLY | os.O_DIRECT) if sys.argv[1] == "read" else None
+print("ready", flush=True)
+sys.stdin.readline()
+try:
+    if sys.argv[1] == "read":
+        os.preadv(fd, [mmap.mmap(-1, 4096)], 4 << 20)
+    elif sys.argv[1] == "stat":
+        os.stat(sys.argv[2])
+    else:
+        os.listdir(sys.argv[2])
+    print("returned", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+except OSError as e:
+    print("errno", e.errno, flush=True)
+"""
+
+
+@pytest.mark.parametrize("kind", ["nfs3", "nfs4"])
+@pytest.mark.parametrize("call", ["stat", "listdir", "read"])
+def test_ctrl_c_on_frozen_server(servers, trees, tmp_path, mount_factory, kind, call):
+    """Issue 19, interrupts: Ctrl-C of a program blocked on a stopped NFS server ends its call
+    within 1 s (the location's timeout is 20 s), the location is not taken for down, and once
+    the server answers again the late reply is dropped and the mount works."""
+    need_module(kind)
+    t = trees(servers.env, kind)
+    write_file(os.path.join(t.dir, "g"), os.urandom(8 * MiB))
+    os.mkdir(os.path.join(t.dir, "d"))
+    m = mount_factory(ns_text=ns_text([("/r", [t.uri], None)], timeout="20",
+                                      attr_timeout="0"))
+    m.start()
+    r = os.path.join(m.mnt, "r")
+    target = {"stat": os.path.join(r, "new-name"), "listdir": os.path.join(r, "d"),
+              "read": os.path.join(r, "g")}[call]
+    took, out, _ = ctrl_c(["python3", "-c", CTRL_C_CHILD, call, target],
+                          stall=lambda: servers.freeze("nfs"),
+                          release=lambda: servers.cont("nfs"), settle=0.7)
+    out = out.strip()
+    assert took < 1.0, f"{kind} {call}: SIGINT took {took:.1f} s to end the call"
+    assert out in ("interrupted", f"errno {errno.EINTR}"), out
+    assert location_state(m.mnt, "/r", t.uri) == "up"
+    assert poll(lambda: sorted(os.listdir(r)) == ["d", "g"], RECOVERY)
+    assert len(read_file(os.path.join(r, "g"))) == 8 * MiB
 
 
 # ---- SMB: wrong password (issue 6) -------------------------------------------------------------

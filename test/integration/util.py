@@ -5,6 +5,7 @@ import errno
 import hashlib
 import os
 import random
+import signal
 import stat
 import subprocess
 import time
@@ -205,3 +206,32 @@ def tree_opts(m):
     """snapshot() options fitting the backend kind of a Mounted."""
     return dict(modes=m.supports("chmod"), time_res=m.caps("time_res_ns"),
                 symlink_mtimes=m.supports("symlink_times"))
+
+
+def ctrl_c(argv, stall, release=None, settle=0.5, timeout=60):
+    """Run `argv`, a program that prints "ready", reads a line from stdin, then makes one call;
+    stall() (what makes that call hang) before it goes on; SIGINT it once blocked. Returns
+    (seconds from SIGINT to its exit, the rest of its output, its return code), after
+    release() (what lets the hung call end) whatever happened."""
+    child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        stall()
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        time.sleep(settle)
+        assert child.poll() is None, f"{argv[-2:]}: the call did not block"
+        t0 = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        try:
+            child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        took = time.monotonic() - t0
+        return took, child.stdout.read() if child.poll() is not None else "", child.returncode
+    finally:
+        if release:
+            release()
+        if child.poll() is None:
+            child.kill()
+            child.wait()
