@@ -136,15 +136,24 @@ static void count_op(struct ff_mount *m, enum ff_op op, int rc, gint64 start_use
 	ff_metrics_op(m->metrics, op, rc, usec);
 }
 
+/* Ask the root of `m`, as the daemon; on success its attributes become the known ones. */
 static int probe(struct ff_mount *m)
 {
 	struct ff_cred self = { .uid = geteuid(), .gid = getegid(), .pid = getpid() };
+	gint64 start = g_get_monotonic_time();
 	ff_node *node;
 	struct stat st;
 	int rc = ff_gw_root(m, &self, &node, &st); /* accounted: marks the location up */
 
-	if (rc == 0)
+	if (rc == 0) {
+		g_mutex_lock(&m->lock);
+		if (m->root_known) { /* else the kernel holds no root inode that they are for */
+			m->root_st = st;
+			m->root_time = start;
+		}
+		g_mutex_unlock(&m->lock);
 		ff_gw_forget(m, node);
+	}
 	return rc;
 }
 
@@ -206,7 +215,9 @@ static gpointer prober(gpointer data)
 			    now - __atomic_load_n(&m->idle_since, __ATOMIC_RELAXED) >= linger) {
 				unlink_locked(mounts, m);
 				g_ptr_array_add(done, m);
-			} else if (down && now >= m->retry_at) {
+			} else if ((down && now >= m->retry_at) ||
+				   (!down && __atomic_exchange_n(&m->root_refresh, false,
+								 __ATOMIC_RELAXED))) {
 				g_atomic_int_inc(&m->refs);
 				g_ptr_array_add(due, m);
 			}
@@ -215,7 +226,8 @@ static gpointer prober(gpointer data)
 		for (guint i = 0; i < due->len; i++) {
 			struct ff_mount *m = due->pdata[i];
 
-			/* Never connected: try to (the back-off has expired); else ask its root. */
+			/* Never connected: try to (the back-off has expired); else ask its root (to
+			 * find it back, or for fresh attributes of it: ff_mount_root_attr()). */
 			if (!m->ctx)
 				mount_connect(m, true);
 			else
@@ -428,6 +440,26 @@ int ff_mount_root_node(struct ff_mount *m, const struct ff_cred *cred, ff_node *
 	if (fresh)
 		ff_gw_forget(m, fresh);
 	return 0;
+}
+
+bool ff_mount_root_attr(struct ff_mount *m, struct stat *st)
+{
+	gint64 now = g_get_monotonic_time();
+	bool known, ask = false;
+
+	g_mutex_lock(&m->lock);
+	known = m->root_known && m->state == FF_MOUNT_UP;
+	if (known) {
+		*st = m->root_st;
+		ask = now - m->root_time >= (gint64)(ff_mount_cache_timeout(m) * G_USEC_PER_SEC);
+	}
+	g_mutex_unlock(&m->lock);
+	if (ask && !__atomic_exchange_n(&m->root_refresh, true, __ATOMIC_RELAXED)) {
+		g_mutex_lock(&m->mounts->prober_lock);
+		g_cond_signal(&m->mounts->prober_cond);
+		g_mutex_unlock(&m->mounts->prober_lock);
+	}
+	return known;
 }
 
 double ff_mount_cache_timeout(const struct ff_mount *m)

@@ -91,6 +91,7 @@ struct ff_mount {
 	/* The root's attributes as last seen, so that crossing into a location whose root the
 	 * kernel already knows needs no backend call. */
 	bool root_known;
+	bool root_refresh; /* the prober is to ask the root afresh (atomic) */
 	/* A node of the root, kept until unmount for operations on a namespace whose root is
 	 * this location (ff_mount_root_node). */
 	ff_node *root_node;
@@ -147,6 +148,13 @@ const char *ff_op_name(enum ff_op op);
 /* A node of the root of `m` (connected), shared and kept by the mount until it is unmounted:
  * the first call asks the backend, the others nothing. 0 or -errno. */
 int ff_mount_root_node(struct ff_mount *m, const struct ff_cred *cred, ff_node **node);
+
+/* The root's attributes as last seen (root_st), at once, while `m` is up: true when known.
+ * When they are older than the cache allows, the prober asks the server for fresh ones
+ * meanwhile. For entries and attributes of referral and junction roots, so that a server that
+ * stalls never holds up `ls -l` of the directory above (its own operations wait, and when
+ * they time out the location is down). */
+bool ff_mount_root_attr(struct ff_mount *m, struct stat *st);
 
 /* How long the kernel may cache what it learns of `m` (a connected mount): long when every
  * change by others is reported, the location's attr-timeout otherwise. */

@@ -173,13 +173,8 @@ static int enter_mount(const struct ff_ctx *c, struct ff_mount *m, const struct 
 	struct stat st;
 	int rc;
 
-	g_mutex_lock(&m->lock);
-	if (m->root_known &&
-	    start - m->root_time < (gint64)(ff_mount_cache_timeout(m) * G_USEC_PER_SEC)) {
-		st = m->root_st;
+	if (ff_mount_root_attr(m, &st))
 		inode = ff_itab_find_ref(c->s->itab, m, m->index, st.st_dev, st.st_ino);
-	}
-	g_mutex_unlock(&m->lock);
 	if (!inode) {
 		rc = ff_gw_root(m, c->cred, &bnode, &st);
 		if (rc < 0)
@@ -511,7 +506,12 @@ int ff_resolve_getattr(const struct ff_ctx *c, struct ff_inode *inode, ff_fh *fh
 		*timeout = c->ns->attr_timeout;
 		return 0;
 	}
-	rc = ff_gw_getattr(t.mnt, c->cred, t.bnode, fh, st);
+	/* A location's root (a referral's, a junction's): what is known of it, at once. */
+	if (!fh && ff_mount_root_attr(t.mnt, st) && st->st_dev == inode->dev &&
+	    st->st_ino == inode->bino)
+		rc = 0;
+	else
+		rc = ff_gw_getattr(t.mnt, c->cred, t.bnode, fh, st);
 	st->st_ino = inode->ino;
 	ff_resolve_fix_attr(inode, st);
 	*timeout = ff_mount_cache_timeout(t.mnt);

@@ -308,6 +308,72 @@ def test_server_killed_then_restarted(servers, trees, tmp_path, mount_factory, k
     stop_or_fail(m)
 
 
+def _killed_mid_run(servers, m, t, r, kind, argv, started, env=None):
+    """Run `argv` (a program writing into the referral); once started() says it is well under
+    way, SIGKILL the server. The program must fail (never a silent success), within the
+    timeout and a margin; then, the server restarted, the same mount works again."""
+    server = SERVER_OF[kind]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    try:
+        assert poll(started, 60, 0.05), f"{argv[0]} did not get going"
+        assert proc.poll() is None, f"{argv[0]} finished before the server could be killed"
+        servers.kill(server)
+        t0 = time.monotonic()
+        try:
+            proc.wait(timeout=OP_BOUND + 30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"{argv[0]} still running {OP_BOUND + 30} s after the server died")
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode != 0, f"{argv[0]} succeeded although the server died under it"
+    print(f"{kind}: {argv[0]} failed {took:.1f} s after the kill: "
+          f"{proc.stderr.read().strip()[-200:]!r}")
+    servers.start(server)
+    data = os.urandom(4096)
+    write_file(os.path.join(t.dir, "f"), data)
+    _check_recovers(m, t, r, data, "restarted")
+
+
+@pytest.mark.parametrize("kind", ["nfs3", "nfs4", "smb"])
+def test_server_killed_during_1gib_copy(servers, trees, tmp_path, mount_factory, kind):
+    """Issue 19: kill -9 of the server during a 1 GiB cp into it: cp exits non-zero (at a
+    write or at close); after a restart the referral works without a remount."""
+    t, _, m, r = _fault_setup(servers, trees, tmp_path, kind, mount_factory)
+    m.expect_log(r"(close|flush|release|write|commit)\S* .*failed|failed.*" + re.escape(t.uri))
+    src = tmp_path / "big"
+    with open(src, "wb") as f:
+        for _ in range(GiB // (16 * MiB)):
+            f.write(os.urandom(16 * MiB))
+    dst = os.path.join(r, "big")
+    _killed_mid_run(servers, m, t, r, kind, ["cp", str(src), dst],
+                    lambda: os.path.exists(os.path.join(t.dir, "big"))
+                    and os.path.getsize(os.path.join(t.dir, "big")) > 64 * MiB)
+
+
+@pytest.mark.parametrize("kind", ["nfs3", "nfs4", "smb"])
+def test_server_killed_during_git_clone(servers, trees, tmp_path, mount_factory, kind, git_env):
+    """Issue 19: the same during `git clone` into the referral: git fails, the mount recovers."""
+    t, _, m, r = _fault_setup(servers, trees, tmp_path, kind, mount_factory)
+    m.expect_log(r"failed|unreachable")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for i in range(3000):
+        d = repo / f"d{i % 30}"
+        d.mkdir(exist_ok=True)
+        (d / f"f{i}").write_text(f"file {i}\n" * 20)
+    for cmd in (["git", "init", "-q"], ["git", "add", "."], ["git", "commit", "-qm", "files"]):
+        subprocess.run(cmd, cwd=repo, env=git_env, check=True, capture_output=True)
+    dst = os.path.join(r, "clone")
+    _killed_mid_run(servers, m, t, r, kind,
+                    ["git", "clone", "-q", "--no-hardlinks", f"file://{repo}", dst],
+                    lambda: os.path.isdir(os.path.join(t.dir, "clone", "d3")),
+                    env=git_env)
+
+
 # ---- replicas: failover and failback (issue 7, DESIGN §6) --------------------------------------
 
 @pytest.mark.parametrize("nfs_kind", ["nfs3", "nfs4"])
@@ -456,6 +522,32 @@ def test_skip_hides_referral_while_all_replicas_down(servers, trees, tmp_path, m
         f"replicas still not up {RECOVERY} s after the servers resumed:\n"
         + open(os.path.join(m.mnt, ".fedfuse", "locations")).read())
     stop_or_fail(m)
+
+
+@pytest.mark.parametrize("kind", ["nfs3", "nfs4", "smb"])
+def test_ls_l_of_root_while_server_frozen(servers, trees, tmp_path, mount_factory, kind):
+    """Issue 19: with a referral's server stopped, `ls -l` of the namespace's root (which
+    stats every referral's root) answers from what the daemon knows, at once, and so does
+    `ls -l` of another referral; the stalled referral's own contents wait for its server."""
+    t, data, m, r = _fault_setup(servers, trees, tmp_path, kind, mount_factory)
+    assert "r" in subprocess.run(["ls", "-l", m.mnt], capture_output=True, text=True,
+                                 check=True).stdout
+    try:
+        servers.freeze(SERVER_OF[kind])
+        time.sleep(1.5)  # past attr-timeout: the kernel asks the daemon again
+        listing = {}
+        for d in (m.mnt, os.path.join(m.mnt, "local")):
+            t0 = time.monotonic()
+            p = subprocess.run(["ls", "-l", d], capture_output=True, text=True, timeout=60)
+            took = time.monotonic() - t0
+            assert p.returncode == 0 and "?" not in p.stdout, p.stdout + p.stderr
+            assert took < 1.0, f"ls -l {d} took {took:.2f} s with {kind} stopped"
+            listing[d] = p.stdout
+        # the stopped referral's root, with its attributes as last seen
+        assert re.search(r"^d\S+ .* r$", listing[m.mnt], re.M), listing[m.mnt]
+    finally:
+        servers.cont(SERVER_OF[kind])
+    _check_recovers(m, t, r, data, "resumed")
 
 
 # A program blocked on a frozen server, with a SIGINT handler: it prints what ended its call.
