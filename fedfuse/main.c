@@ -306,8 +306,11 @@ int main(int argc, char *argv[])
 	s.opts.readahead_kib = 1024;
 	if (fuse_opt_parse(&args, &s.opts, option_spec, option_proc) < 0)
 		return 1;
-	if (check_mode)
-		return run_check(&s.opts);
+	if (check_mode) {
+		ret = run_check(&s.opts);
+		fuse_opt_free_args(&args);
+		return ret;
+	}
 	if (positional.count == 2 && !s.opts.namespace_file) {
 		s.opts.namespace_file = g_steal_pointer(&positional.args[0]);
 		positional.args[0] = positional.args[1];
