@@ -1,65 +1,93 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * interrupt.c - which requests were interrupted (interrupt.h): a serial number per request,
- * the calling thread's in thread-local storage, and the set of interrupted serials.
+ * interrupt.c - which requests were interrupted (interrupt.h). Each thread that serves
+ * requests has a slot, taken from a pool the first time and given back when the thread ends
+ * (slots are never freed: an interrupt callback may still look at one). The slot names the
+ * request the thread serves; FUSE_INTERRUPT for that very request marks the slot, which the
+ * backend's wait loop sees at its next wake (every 100 ms at most).
+ *
+ * A callback for a request that was answered meanwhile finds the slot serving another request,
+ * or none: libfuse holds a reference to the interrupted request during the callback, so a
+ * later request cannot have its address.
  */
 #include <glib.h>
 
 #include "fedfuse/interrupt.h"
 
-#define STALE_AFTER 1000000 /* requests */
+struct slot {
+	GMutex lock;
+	fuse_req_t req; /* the request the thread serves, or NULL */
+	gint interrupted;
+	int depth;
+};
 
-static __thread guint64 current; /* the serial of the request this thread serves, or 0 */
-static __thread int depth;
-static guint64 next_serial = 1;
-static gint pending; /* serials in `interrupted`: ff_intr_requested() skips the lock at 0 */
-static GMutex lock;
-static GHashTable *interrupted; /* serials (as pointers: 64-bit) of interrupted requests */
+static GMutex pool_lock;
+static GSList *pool; /* slots of threads that ended */
 static struct fuse_session *session;
 
-/* From libfuse's thread that read FUSE_INTERRUPT; the request may be answered meanwhile, so
- * only the serial is used. */
+static void slot_release(gpointer data)
+{
+	g_mutex_lock(&pool_lock);
+	pool = g_slist_prepend(pool, data);
+	g_mutex_unlock(&pool_lock);
+}
+
+static GPrivate thread_slot = G_PRIVATE_INIT(slot_release);
+
+static struct slot *my_slot(void)
+{
+	struct slot *s = g_private_get(&thread_slot);
+
+	if (s)
+		return s;
+	g_mutex_lock(&pool_lock);
+	if (pool) {
+		s = pool->data;
+		pool = g_slist_delete_link(pool, pool);
+	}
+	g_mutex_unlock(&pool_lock);
+	if (!s) {
+		s = g_new0(struct slot, 1);
+		g_mutex_init(&s->lock);
+	}
+	g_private_set(&thread_slot, s);
+	return s;
+}
+
+/* From libfuse's thread that read FUSE_INTERRUPT. */
 static void on_interrupt(fuse_req_t req, void *data)
 {
-	g_mutex_lock(&lock);
-	if (!interrupted)
-		interrupted = g_hash_table_new(g_direct_hash, g_direct_equal);
-	if (g_hash_table_add(interrupted, data))
-		g_atomic_int_inc(&pending);
-	g_mutex_unlock(&lock);
+	struct slot *s = data;
+
+	g_mutex_lock(&s->lock);
+	if (s->req == req)
+		g_atomic_int_set(&s->interrupted, 1);
+	g_mutex_unlock(&s->lock);
 }
 
 void ff_intr_begin(fuse_req_t req)
 {
-	if (depth++ > 0)
-		return;
-	current = __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED);
-	fuse_req_interrupt_func(req, on_interrupt, GSIZE_TO_POINTER(current));
-}
+	struct slot *s = my_slot();
 
-/* Serials far older than `now`: interrupts that came after their request ended. */
-static gboolean is_stale(gpointer key, gpointer value, gpointer now)
-{
-	return GPOINTER_TO_SIZE(key) + STALE_AFTER < GPOINTER_TO_SIZE(now);
+	if (s->depth++ > 0)
+		return;
+	g_mutex_lock(&s->lock);
+	s->req = req;
+	g_atomic_int_set(&s->interrupted, 0);
+	g_mutex_unlock(&s->lock);
+	fuse_req_interrupt_func(req, on_interrupt, s);
 }
 
 void ff_intr_end(void)
 {
-	if (--depth > 0)
+	struct slot *s = g_private_get(&thread_slot);
+
+	if (!s || --s->depth > 0)
 		return;
-	if (g_atomic_int_get(&pending) > 0) {
-		g_mutex_lock(&lock);
-		if (g_hash_table_remove(interrupted, GSIZE_TO_POINTER(current)))
-			g_atomic_int_add(&pending, -1);
-		/* An interrupt that came after its request ended left a serial never used
-		 * again: dropped once a million requests have begun since. */
-		if (g_hash_table_size(interrupted) > 16)
-			g_atomic_int_add(&pending,
-					 -(gint)g_hash_table_foreach_remove(
-						 interrupted, is_stale, GSIZE_TO_POINTER(current)));
-		g_mutex_unlock(&lock);
-	}
-	current = 0;
+	g_mutex_lock(&s->lock);
+	s->req = NULL;
+	g_atomic_int_set(&s->interrupted, 0);
+	g_mutex_unlock(&s->lock);
 }
 
 void ff_intr_watch_session(struct fuse_session *se)
@@ -70,18 +98,13 @@ void ff_intr_watch_session(struct fuse_session *se)
 bool ff_intr_requested(void)
 {
 	struct fuse_session *se = __atomic_load_n(&session, __ATOMIC_ACQUIRE);
-	bool yes;
+	struct slot *s = g_private_get(&thread_slot);
 
-	if (!current)
+	if (!s || s->depth == 0)
 		return false;
 	/* Unmounted or stopping: no caller waits any more, and the session loop waits for its
 	 * workers before it returns. */
 	if (se && fuse_session_exited(se))
 		return true;
-	if (g_atomic_int_get(&pending) == 0)
-		return false;
-	g_mutex_lock(&lock);
-	yes = g_hash_table_contains(interrupted, GSIZE_TO_POINTER(current));
-	g_mutex_unlock(&lock);
-	return yes;
+	return g_atomic_int_get(&s->interrupted) != 0;
 }

@@ -4,13 +4,9 @@
  * kernel sends FUSE_INTERRUPT and waits for the request's answer, even for Ctrl-C (a request
  * the daemon has read is never dropped). A handler that may wait for a server brackets its
  * work with ff_intr_begin()/ff_intr_end(); an interrupt marks the request, and a backend that
- * waits for its server asks ff_intr_requested() (through struct ff_notify) at each wake and
+ * waits for its server asks ff_intr_requested() (through struct ff_host) at each wake and
  * gives up with -EINTR: the caller sees EINTR within a second, the worker is free again, and
  * the server's late answer is discarded by the backend.
- *
- * The mark is kept by request serial number in a table of the daemon's, never in memory of
- * the request: an interrupt that races with the answer finds no request to mark, and libfuse
- * runs no interrupt callback once the request is answered.
  */
 #ifndef FEDFUSE_INTERRUPT_H
 #define FEDFUSE_INTERRUPT_H

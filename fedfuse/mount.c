@@ -9,6 +9,7 @@
 
 #include "fedfuse/gateway.h"
 #include "fedfuse/inode.h"
+#include "fedfuse/interrupt.h"
 #include "fedfuse/log.h"
 #include "fedfuse/memory.h"
 #include "fedfuse/metrics.h"
@@ -41,27 +42,22 @@ struct ff_mounts {
 	bool stopping;
 };
 
-/* A connection request, waited for by the thread that asked. */
-struct connect_req {
-	struct ff_mount *m;
-	int rc;
-	char *msg;
-	void *ctx;    /* the new context, for the asker to publish under the mount's lock */
-	bool watched; /* ff_gw_watched() of it */
-	bool done;
-	GMutex lock;
-	GCond cond;
-};
+static void set_down(struct ff_mount *m, int err, const char *msg);
+static void set_up(struct ff_mount *m);
+static void count_op(struct ff_mount *m, enum ff_op op, int rc, gint64 start_usec);
 
+/* The connector threads: each runs a backend's mount() for a mount whose `connecting` is set
+ * (the queue holds a reference to it) and publishes the outcome in the mount itself, so that a
+ * thread waiting for it may leave (interrupted) without losing the connection made. */
 static gpointer connector(gpointer data)
 {
 	GAsyncQueue *queue = data;
-	struct connect_req *req;
+	struct ff_mount *m;
 
-	while ((req = g_async_queue_pop(queue)) != (gpointer)queue) { /* the queue: stop */
-		struct ff_mount *m = req->m;
+	while ((m = g_async_queue_pop(queue)) != (gpointer)queue) { /* the queue: stop */
 		const struct ff_backend *be = m->be;
 		const struct ff_notify *notify = NULL;
+		gint64 start = g_get_monotonic_time();
 		void *ctx = NULL;
 		char *msg = NULL;
 		int rc;
@@ -71,42 +67,22 @@ static gpointer connector(gpointer data)
 			notify = &m->notify;
 		}
 		rc = ff_gw_mount(m, notify, &ctx, &msg);
-
-		g_mutex_lock(&req->lock);
-		req->rc = rc;
-		req->msg = msg;
+		count_op(m, FF_OP_CONNECT, rc, start);
+		g_mutex_lock(&m->lock);
 		if (rc == 0) {
-			req->ctx = ctx;
-			req->watched = notify && ff_gw_watched(m, ctx);
+			m->ctx = ctx;
+			m->watched = notify && ff_gw_watched(m, ctx);
+			set_up(m);
+		} else {
+			set_down(m, rc, msg);
 		}
-		req->done = true;
-		g_cond_signal(&req->cond);
-		g_mutex_unlock(&req->lock);
+		m->connecting = false;
+		g_cond_broadcast(&m->connected);
+		g_mutex_unlock(&m->lock);
+		g_free(msg);
+		ff_mount_unref(m);
 	}
 	return NULL;
-}
-
-/* Run the backend's mount() on a connector thread, m->connecting set by the caller. */
-static int connect_on_connector(struct ff_mounts *mounts, struct ff_mount *m, void **ctx,
-				bool *watched, char **msg)
-{
-	struct connect_req req = { .m = m };
-	int rc;
-
-	g_mutex_init(&req.lock);
-	g_cond_init(&req.cond);
-	g_async_queue_push(mounts->connect_queue, &req);
-	g_mutex_lock(&req.lock);
-	while (!req.done)
-		g_cond_wait(&req.cond, &req.lock);
-	g_mutex_unlock(&req.lock);
-	rc = req.rc;
-	*msg = req.msg;
-	*ctx = req.ctx;
-	*watched = req.watched;
-	g_cond_clear(&req.cond);
-	g_mutex_clear(&req.lock);
-	return rc;
 }
 
 static const char *const op_names[FF_OP_COUNT] = {
@@ -499,13 +475,22 @@ static void set_up(struct ff_mount *m)
 }
 
 /* Connect `m`, from a request or (`background`) from the prober. */
+/* Wait, with m->lock held, until no connection attempt of `m` is under way. A request whose
+ * caller is interrupted stops waiting (-EINTR); the attempt goes on and its outcome stays. */
+static int wait_connected_locked(struct ff_mount *m, bool background)
+{
+	while (m->connecting) {
+		g_cond_wait_until(&m->connected, &m->lock,
+				  g_get_monotonic_time() + G_USEC_PER_SEC / 10);
+		if (!background && m->connecting && ff_intr_requested())
+			return -EINTR;
+	}
+	return 0;
+}
+
 static int mount_connect(struct ff_mount *m, bool background)
 {
 	g_autofree char *msg = NULL;
-	char *bmsg = NULL;
-	void *ctx = NULL;
-	bool watched = false;
-	gint64 start;
 	int rc = 0;
 
 	g_mutex_lock(&m->lock);
@@ -517,8 +502,9 @@ static int mount_connect(struct ff_mount *m, bool background)
 		goto out_unlock;
 	}
 	/* One connection attempt at a time, whoever asks: the others wait for its outcome. */
-	while (m->connecting)
-		g_cond_wait(&m->connected, &m->lock);
+	rc = wait_connected_locked(m, background);
+	if (rc < 0)
+		goto out_unlock;
 	if (m->ctx && m->state != FF_MOUNT_DOWN)
 		goto out_unlock;
 	if (m->ctx) { /* connected but down: the prober brings it back */
@@ -537,26 +523,14 @@ static int mount_connect(struct ff_mount *m, bool background)
 			goto out_unlock;
 		}
 	}
-	/* The backend's mount() runs without the mount's lock: no core lock is held across a
-	 * backend call (gateway.h). */
+	/* The backend's mount() runs on a connector thread, without the mount's lock (no core
+	 * lock is held across a backend call: gateway.h), and publishes its outcome in `m`. */
 	m->connecting = true;
-	g_mutex_unlock(&m->lock);
-	start = g_get_monotonic_time();
-	rc = connect_on_connector(m->mounts, m, &ctx, &watched, &bmsg);
-	count_op(m, FF_OP_CONNECT, rc, start);
-	g_mutex_lock(&m->lock);
-	if (rc == 0) {
-		m->ctx = ctx;
-		m->watched = watched;
-	}
-	m->connecting = false;
-	g_cond_broadcast(&m->connected);
-	if (rc < 0) {
-		set_down(m, rc, bmsg);
-		g_free(bmsg);
-		goto out_unlock;
-	}
-	set_up(m);
+	ff_mount_ref(m);
+	g_async_queue_push(m->mounts->connect_queue, m);
+	rc = wait_connected_locked(m, background);
+	if (rc == 0 && !m->ctx)
+		rc = m->last_errno ? -m->last_errno : -EIO;
 out_unlock:
 	g_mutex_unlock(&m->lock);
 	return rc;

@@ -574,13 +574,19 @@ except OSError as e:
 """
 
 
-@pytest.mark.parametrize("kind", ["nfs3", "nfs4"])
+@pytest.mark.parametrize("kind,first_contact", [("nfs4", False), ("nfs3", True), ("nfs4", True),
+                                               ("smb", True)])
 @pytest.mark.parametrize("call", ["stat", "listdir", "read"])
-def test_ctrl_c_on_frozen_server(servers, trees, tmp_path, mount_factory, kind, call):
-    """Issue 19, interrupts: Ctrl-C of a program blocked on a stopped NFS server ends its call
-    within 1 s (the location's timeout is 20 s), the location is not taken for down, and once
-    the server answers again the late reply is dropped and the mount works."""
+def test_ctrl_c_on_frozen_server(servers, trees, tmp_path, mount_factory, kind, first_contact,
+                                 call):
+    """Issue 19, interrupts: Ctrl-C of a program blocked on a stopped server ends its call
+    within 1 s (the location's timeout is 20 s), and once the server answers again the late
+    reply is dropped and the mount works. On NFSv4 every call waits in fedfuse's own event
+    loop; on NFSv3 and SMB what waits in libnfs' or libsmbclient's own loops cannot be
+    interrupted (README), but the first contact (connecting) can, on every kind."""
     need_module(kind)
+    if first_contact and call == "read":
+        pytest.skip("a read needs an open file: the location is in use already")
     t = trees(servers.env, kind)
     write_file(os.path.join(t.dir, "g"), os.urandom(8 * MiB))
     os.mkdir(os.path.join(t.dir, "d"))
@@ -588,16 +594,18 @@ def test_ctrl_c_on_frozen_server(servers, trees, tmp_path, mount_factory, kind, 
                                       attr_timeout="0"))
     m.start()
     r = os.path.join(m.mnt, "r")
+    if not first_contact:
+        assert sorted(os.listdir(r)) == ["d", "g"]
     target = {"stat": os.path.join(r, "new-name"), "listdir": os.path.join(r, "d"),
               "read": os.path.join(r, "g")}[call]
     took, out, _ = ctrl_c(["python3", "-c", CTRL_C_CHILD, call, target],
-                          stall=lambda: servers.freeze("nfs"),
-                          release=lambda: servers.cont("nfs"), settle=0.7)
+                          stall=lambda: servers.freeze(SERVER_OF[kind]),
+                          release=lambda: servers.cont(SERVER_OF[kind]), settle=0.7)
     out = out.strip()
     assert took < 1.0, f"{kind} {call}: SIGINT took {took:.1f} s to end the call"
     assert out in ("interrupted", f"errno {errno.EINTR}"), out
-    assert location_state(m.mnt, "/r", t.uri) == "up"
     assert poll(lambda: sorted(os.listdir(r)) == ["d", "g"], RECOVERY)
+    assert location_state(m.mnt, "/r", t.uri) == "up"
     assert len(read_file(os.path.join(r, "g"))) == 8 * MiB
 
 
