@@ -430,11 +430,10 @@ bool ff_mount_root_attr(struct ff_mount *m, struct stat *st)
 		ask = now - m->root_time >= (gint64)(ff_mount_cache_timeout(m) * G_USEC_PER_SEC);
 	}
 	g_mutex_unlock(&m->lock);
-	if (ask && !__atomic_exchange_n(&m->root_refresh, true, __ATOMIC_RELAXED)) {
-		g_mutex_lock(&m->mounts->prober_lock);
-		g_cond_signal(&m->mounts->prober_cond);
-		g_mutex_unlock(&m->mounts->prober_lock);
-	}
+	/* The prober's next round (every 0.5 s) asks: not woken here, as each wake walks every
+	 * mount (a walk through 100,000 junctions would make that quadratic). */
+	if (ask)
+		__atomic_store_n(&m->root_refresh, true, __ATOMIC_RELAXED);
 	return known;
 }
 

@@ -150,8 +150,8 @@ const char *ff_op_name(enum ff_op op);
 int ff_mount_root_node(struct ff_mount *m, const struct ff_cred *cred, ff_node **node);
 
 /* The root's attributes as last seen (root_st), at once, while `m` is up: true when known.
- * When they are older than the cache allows, the prober asks the server for fresh ones
- * meanwhile. For entries and attributes of referral and junction roots, so that a server that
+ * When they are older than the cache allows, the prober asks the server for fresh ones in its
+ * next round. For entries and attributes of referral and junction roots, so that a server that
  * stalls never holds up `ls -l` of the directory above (its own operations wait, and when
  * they time out the location is down). */
 bool ff_mount_root_attr(struct ff_mount *m, struct stat *st);
