@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +178,18 @@ static void append_histogram(GString *out, const struct ff_metrics_location *l, 
 	g_string_append_printf(out, ",op=\"%s\"} %" G_GINT64_FORMAT "\n", name, cumulative);
 }
 
+/* A byte counter family: the gint64 at `field` of each location's metrics. */
+static void append_bytes(GString *out, const char *name, const char *help,
+			 const struct ff_metrics_location *locs, guint n, size_t field)
+{
+	family(out, name, "counter", help);
+	for (guint i = 0; i < n; i++) {
+		sample_start(out, name, &locs[i]);
+		g_string_append_printf(out, "} %" G_GINT64_FORMAT "\n",
+				       load((const gint64 *)((const char *)locs[i].mx + field)));
+	}
+}
+
 void ff_metrics_append_locations(const struct ff_metrics_location *locs, guint n, GString *out)
 {
 	family(out, "fedfuse_backend_ops_total", "counter",
@@ -200,20 +213,12 @@ void ff_metrics_append_locations(const struct ff_metrics_location *locs, guint n
 	for (guint i = 0; i < n; i++)
 		for (int op = 0; op < FF_OP_COUNT; op++)
 			append_histogram(out, &locs[i], op);
-	family(out, "fedfuse_backend_read_bytes_total", "counter",
-	       "Bytes read from a referral's locations.");
-	for (guint i = 0; i < n; i++) {
-		sample_start(out, "fedfuse_backend_read_bytes_total", &locs[i]);
-		g_string_append_printf(out, "} %" G_GINT64_FORMAT "\n",
-				       load(&locs[i].mx->bytes_read));
-	}
-	family(out, "fedfuse_backend_written_bytes_total", "counter",
-	       "Bytes written to a referral's locations.");
-	for (guint i = 0; i < n; i++) {
-		sample_start(out, "fedfuse_backend_written_bytes_total", &locs[i]);
-		g_string_append_printf(out, "} %" G_GINT64_FORMAT "\n",
-				       load(&locs[i].mx->bytes_written));
-	}
+	append_bytes(out, "fedfuse_backend_read_bytes_total",
+		     "Bytes read from a referral's locations.", locs, n,
+		     offsetof(struct ff_metrics, bytes_read));
+	append_bytes(out, "fedfuse_backend_written_bytes_total",
+		     "Bytes written to a referral's locations.", locs, n,
+		     offsetof(struct ff_metrics, bytes_written));
 	family(out, "fedfuse_location_up", "gauge",
 	       "1 while a location answers, 0 while it is down (absent before its first use).");
 	for (guint i = 0; i < n; i++) {

@@ -418,13 +418,14 @@ int ff_mount_root_node(struct ff_mount *m, const struct ff_cred *cred, ff_node *
 	return 0;
 }
 
-bool ff_mount_root_attr(struct ff_mount *m, struct stat *st)
+bool ff_mount_root_attr(struct ff_mount *m, const ino_t *ino, dev_t dev, struct stat *st)
 {
 	gint64 now = g_get_monotonic_time();
 	bool known, ask = false;
 
 	g_mutex_lock(&m->lock);
-	known = m->root_known && m->state == FF_MOUNT_UP;
+	known = m->root_known && m->state == FF_MOUNT_UP &&
+		(!ino || (m->root_st.st_dev == dev && m->root_st.st_ino == *ino));
 	if (known) {
 		*st = m->root_st;
 		ask = now - m->root_time >= (gint64)(ff_mount_cache_timeout(m) * G_USEC_PER_SEC);

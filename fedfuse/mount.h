@@ -149,12 +149,13 @@ const char *ff_op_name(enum ff_op op);
  * the first call asks the backend, the others nothing. 0 or -errno. */
 int ff_mount_root_node(struct ff_mount *m, const struct ff_cred *cred, ff_node **node);
 
-/* The root's attributes as last seen (root_st), at once, while `m` is up: true when known.
+/* The root's attributes as last seen (root_st), at once, while `m` is up: true when known (and,
+ * given `ino`, when the root is the object (dev, *ino); false at once otherwise).
  * When they are older than the cache allows, the prober asks the server for fresh ones in its
  * next round. For entries and attributes of referral and junction roots, so that a server that
  * stalls never holds up `ls -l` of the directory above (its own operations wait, and when
  * they time out the location is down). */
-bool ff_mount_root_attr(struct ff_mount *m, struct stat *st);
+bool ff_mount_root_attr(struct ff_mount *m, const ino_t *ino, dev_t dev, struct stat *st);
 
 /* How long the kernel may cache what it learns of `m` (a connected mount): long when every
  * change by others is reported, the location's attr-timeout otherwise. */

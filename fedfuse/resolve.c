@@ -173,7 +173,7 @@ static int enter_mount(const struct ff_ctx *c, struct ff_mount *m, const struct 
 	struct stat st;
 	int rc;
 
-	if (ff_mount_root_attr(m, &st))
+	if (ff_mount_root_attr(m, NULL, 0, &st))
 		inode = ff_itab_find_ref(c->s->itab, m, m->index, st.st_dev, st.st_ino);
 	if (!inode) {
 		rc = ff_gw_root(m, c->cred, &bnode, &st);
@@ -507,8 +507,8 @@ int ff_resolve_getattr(const struct ff_ctx *c, struct ff_inode *inode, ff_fh *fh
 		return 0;
 	}
 	/* A location's root (a referral's, a junction's): what is known of it, at once. */
-	if (!fh && ff_mount_root_attr(t.mnt, st) && st->st_dev == inode->dev &&
-	    st->st_ino == inode->bino)
+	if (!fh && inode->type == S_IFDIR &&
+	    ff_mount_root_attr(t.mnt, &inode->bino, inode->dev, st))
 		rc = 0;
 	else
 		rc = ff_gw_getattr(t.mnt, c->cred, t.bnode, fh, st);
