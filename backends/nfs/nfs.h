@@ -33,6 +33,7 @@ struct nfs_stat_64;
 #define NFS_MAX_GROUPS 16     /* AUTH_SYS carries at most 16 supplementary groups */
 #define NFS4_WRITE_CHUNK 3584 /* libnfs 4.0 cannot encode an NFSv4 WRITE of 4 KiB (see nfs_v4.c) */
 #define NFS4_WRITE_DEPTH 32   /* NFSv4 WRITE chunks kept in flight */
+#define NFS3_WRITE_DEPTH 4    /* NFSv3 WRITEs (of the server's wsize) kept in flight */
 #define NFS_XFER_MAX (1024 * 1024) /* libnfs 4.0 rejects RPC replies above 1 MiB + 4 KiB */
 
 /* The caller's identity as AUTH_SYS carries it; the key of a set of pooled contexts. */
@@ -268,9 +269,61 @@ int nfs_set_deadline(struct nfs_context *nfs, gint64 deadline);
  * -EINTR when the caller was interrupted (then the call is still pending: its callback runs
  * later, or when the context is destroyed). */
 int nfs_event_loop(struct nfs_context *nfs, const int *done, gint64 deadline);
+/* One turn of that loop: wait at most 100 ms for the context's socket and serve it. 0, or
+ * -ETIMEDOUT past `deadline`, -EINTR, -ECONNRESET as nfs_event_loop(). */
+int nfs_event_step(struct nfs_context *nfs, gint64 deadline);
 /* The module's attach(): nfs_event_loop() asks the core whether its caller was interrupted (it
  * then returns -EINTR, and the caller abandons its call as after a timeout). */
 void nfs_attach(const struct ff_host *host);
+
+/* ---- nfs_write.c ------------------------------------------------------------------------- */
+
+#define NFS_VERF_SIZE 8 /* NFS3_WRITEVERFSIZE, NFS4_VERIFIER_SIZE */
+
+/* What the UNSTABLE WRITEs since the last COMMIT were promised: the server's write verifier,
+ * and whether it changed between them (the server restarted in the middle). */
+struct nfs_wverf {
+	char verf[NFS_VERF_SIZE];
+	bool set;
+	bool changed;
+};
+
+struct nfs_wpipe;
+
+/* One WRITE in flight: the private data of its RPC. */
+struct nfs_wchunk {
+	struct nfs_wpipe *pipe;
+	uint64_t off;
+	size_t len;
+};
+
+/* What to write to, and how one chunk is sent: `send` encodes a WRITE of ch->len bytes at
+ * ch->off from `data` (copied at once) whose callback ends in nfs_wchunk_done(). */
+struct nfs_wtarget {
+	int (*send)(struct nfs_conn *conn, const struct nfs_wtarget *t, struct nfs_wchunk *ch,
+		    const void *data);
+	const char *fh; /* the file's filehandle */
+	unsigned int fhlen;
+	const void *stateid; /* NFSv4: the open's stateid4 */
+	bool sync;	     /* FILE_SYNC, else UNSTABLE (COMMIT follows) */
+	size_t chunk;	     /* bytes per WRITE */
+	int depth;	     /* WRITEs in flight */
+};
+
+/* Write `size` bytes at `off`, `t->depth` chunks in flight, rewriting after a short WRITE.
+ * Returns `size` or the first error: a WRITE's own status (-ENOSPC, -EDQUOT...), or
+ * -ETIMEDOUT, -EINTR, -ECONNRESET from the event loop. The verifiers of UNSTABLE replies go
+ * into `verf`. */
+ssize_t nfs_write_chunks(struct nfs_conn *conn, const struct nfs_wtarget *t, uint64_t off,
+			 size_t size, const void *buf, struct nfs_wverf *verf, gint64 deadline);
+/* A chunk's reply: `err` 0 or its -errno; `count` bytes written; `stable`: FILE_SYNC (no
+ * COMMIT needed, `verf` unused). Frees `ch`. */
+void nfs_wchunk_done(struct nfs_wchunk *ch, int err, size_t count, bool stable,
+		     const char verf[NFS_VERF_SIZE]);
+void nfs_wverf_add(struct nfs_wverf *w, const char verf[NFS_VERF_SIZE]);
+/* After a COMMIT that answered `verf`: -EIO (logged, naming `uri`) when the server restarted
+ * since the WRITEs of `w`, else 0. Resets `w`. */
+int nfs_wverf_commit(struct nfs_wverf *w, const char verf[NFS_VERF_SIZE], const char *uri);
 
 /* ---- nfs_v3.c ---------------------------------------------------------------------------- */
 
@@ -283,6 +336,13 @@ int nfs3_setattr(struct nfs_context *nfs, const char *path, const struct stat *a
 int nfs3_link(struct nfs_context *nfs, const char *path, const char *newdir, const char *newname);
 /* Bring a time into what NFSv3 carries (unsigned 32-bit seconds). */
 void nfs3_time_clamp(struct timespec *ts);
+
+/* WRITE3s of the server's wsize, NFS3_WRITE_DEPTH in flight (see nfs_write_chunks());
+ * `sync`: FILE_SYNC, else UNSTABLE (COMMIT follows). */
+ssize_t nfs3_file_write(struct nfs_conn *conn, struct nfsfh *fh, uint64_t off, size_t size,
+			const void *buf, bool sync, struct nfs_wverf *verf, gint64 deadline);
+/* COMMIT3 of the whole file; `verf` gets the server's write verifier. */
+int nfs3_file_commit(struct nfs_context *nfs, struct nfsfh *fh, char verf[NFS_VERF_SIZE]);
 
 /* ---- nfs_v4.c -------------------------------------------------------------------------------- */
 
@@ -334,11 +394,12 @@ int nfs4_file_getattr(struct nfs_conn *conn, struct nfs4_file *f, struct stat *s
 /* One READ of at most `size` bytes; returns what came (0 at the end). */
 ssize_t nfs4_file_read(struct nfs_conn *conn, struct nfs4_file *f, uint64_t off, size_t size,
 		       void *buf);
-/* Write through NFS4_WRITE_CHUNK-byte WRITEs, NFS4_WRITE_DEPTH of them in flight; `sync`:
- * FILE_SYNC4, else UNSTABLE4 (COMMIT follows). */
+/* Write through NFS4_WRITE_CHUNK-byte WRITEs, NFS4_WRITE_DEPTH of them in flight (see
+ * nfs_write_chunks()); `sync`: FILE_SYNC4, else UNSTABLE4 (COMMIT follows). */
 ssize_t nfs4_file_write(struct nfs_conn *conn, struct nfs4_file *f, uint64_t off, size_t size,
-			const void *buf, bool sync, gint64 deadline);
-int nfs4_file_commit(struct nfs_conn *conn, struct nfs4_file *f);
+			const void *buf, bool sync, struct nfs_wverf *verf, gint64 deadline);
+/* COMMIT of the whole file; `verf` gets the server's write verifier. */
+int nfs4_file_commit(struct nfs_conn *conn, struct nfs4_file *f, char verf[NFS_VERF_SIZE]);
 /* Free a context's client identity. */
 void nfs4_client_free(struct nfs4_client *cl);
 

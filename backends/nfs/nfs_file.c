@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * nfs_file.c - open files of the NFS backend: open, create, read, write (NFSv4 writes split by
- * nfs4_file_write()), flush (COMMIT), fsync and release.
+ * nfs_file.c - open files of the NFS backend: open, create, read, write (pipelined WRITEs of
+ * nfs_write.c), flush (COMMIT, checking the write verifier), fsync and release.
  *
  * NFSv3 files are libnfs handles; NFSv4 files have OPEN state of our own (nfs_v4_file.c).
  *
@@ -28,8 +28,9 @@ struct nfs_handle {
 	struct nfs_ident ident;	  /* who opened it */
 	int flags;		  /* O_ACCMODE | O_SYNC, for reopening */
 	bool append;
-	bool dirty; /* written since the last COMMIT */
-	int error;  /* a write error not yet reported by flush */
+	bool dirty;	       /* written since the last COMMIT */
+	int error;	       /* a write error not yet reported by flush */
+	struct nfs_wverf verf; /* what the UNSTABLE WRITEs since the last COMMIT were told */
 };
 
 /* ---- file handles ---------------------------------------------------------------------------- */
@@ -354,7 +355,7 @@ static ssize_t write_locked(struct nfs_loc *loc, struct nfs_handle *h, const voi
 			off = st.st_size;
 		}
 		return nfs4_file_write(h->conn, h->f4, (uint64_t)off, size, buf,
-				       h->flags & (O_SYNC | O_DSYNC), deadline);
+				       h->flags & (O_SYNC | O_DSYNC), &h->verf, deadline);
 	}
 	if (h->append) {
 		struct nfs_stat_64 s;
@@ -364,11 +365,8 @@ static ssize_t write_locked(struct nfs_loc *loc, struct nfs_handle *h, const voi
 			return nfs_map_error(nfs, rc);
 		off = (off_t)s.nfs_size;
 	}
-	/* libnfs splits an NFSv3 write by the server's wsize and keeps the pieces in flight. */
-	rc = nfs_pwrite(nfs, h->fh, (uint64_t)off, size, buf);
-	if (rc < 0)
-		return nfs_map_error(nfs, rc);
-	return rc == (int)size ? rc : -EIO;
+	return nfs3_file_write(h->conn, h->fh, (uint64_t)off, size, buf,
+			       h->flags & (O_SYNC | O_DSYNC), &h->verf, deadline);
 }
 
 ssize_t nfs_write_file(void *l, const struct ff_cred *cred, ff_fh *fhv, const void *buf,
@@ -398,20 +396,20 @@ ssize_t nfs_write_file(void *l, const struct ff_cred *cred, ff_fh *fhv, const vo
 
 static int commit_locked(struct nfs_loc *loc, struct nfs_handle *h)
 {
+	char verf[NFS_VERF_SIZE];
 	int rc = handle_begin(loc, h, nfs_deadline(loc));
 
 	if (rc)
 		return rc;
-	if (h->f4) {
-		rc = nfs4_file_commit(h->conn, h->f4);
-	} else {
-		rc = nfs_fsync(h->conn->nfs, h->fh);
-		rc = rc < 0 ? nfs_map_error(h->conn->nfs, rc) : 0;
-	}
+	if (h->f4)
+		rc = nfs4_file_commit(h->conn, h->f4, verf);
+	else
+		rc = nfs3_file_commit(h->conn->nfs, h->fh, verf);
 	handle_end(h, rc);
-	if (rc == 0)
-		h->dirty = false;
-	return rc;
+	if (rc)
+		return rc;
+	h->dirty = false;
+	return nfs_wverf_commit(&h->verf, verf, loc->uri);
 }
 
 /* close(2): make written data stable on the server (COMMIT), as the kernel's NFS client does,

@@ -87,26 +87,33 @@ void nfs_attach(const struct ff_host *h)
 	host = h;
 }
 
+int nfs_event_step(struct nfs_context *nfs, gint64 deadline)
+{
+	struct pollfd pfd = { .fd = nfs_get_fd(nfs), .events = nfs_which_events(nfs) };
+	gint64 left = deadline - g_get_monotonic_time();
+	int n;
+
+	if (left <= 0)
+		return -ETIMEDOUT;
+	if (host && host->interrupted && host->interrupted())
+		return -EINTR; /* the caller abandons the call; its late reply is dropped */
+	/* Wake at least every 100 ms: libnfs expires RPCs inside nfs_service(), and an interrupted
+	 * caller is let go. */
+	n = poll(&pfd, 1, (int)MIN(left / 1000 + 1, 100));
+	if (n < 0 && errno == EINTR)
+		return 0; /* never pass -1 to libnfs: it would drop the connection */
+	if (nfs_service(nfs, n < 0 ? POLLERR : pfd.revents) < 0)
+		return -ECONNRESET;
+	return 0;
+}
+
 int nfs_event_loop(struct nfs_context *nfs, const int *done, gint64 deadline)
 {
-	bool (*asked)(void) = host ? host->interrupted : NULL;
-
 	while (!*done) {
-		struct pollfd pfd = { .fd = nfs_get_fd(nfs), .events = nfs_which_events(nfs) };
-		gint64 left = deadline - g_get_monotonic_time();
-		int n;
+		int rc = nfs_event_step(nfs, deadline);
 
-		if (left <= 0)
-			return -ETIMEDOUT;
-		if (asked && asked())
-			return -EINTR; /* the caller abandons the call; its late reply is dropped */
-		/* Wake at least every 100 ms: libnfs expires RPCs inside nfs_service(), and an
-		 * interrupted caller is let go. */
-		n = poll(&pfd, 1, (int)MIN(left / 1000 + 1, 100));
-		if (n < 0 && errno == EINTR)
-			continue; /* never pass -1 to libnfs: it would drop the connection */
-		if (nfs_service(nfs, n < 0 ? POLLERR : pfd.revents) < 0)
-			return -ECONNRESET;
+		if (rc)
+			return rc;
 	}
 	return 0;
 }

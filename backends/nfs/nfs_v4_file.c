@@ -10,7 +10,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -381,7 +380,17 @@ ssize_t nfs4_file_read(struct nfs_conn *conn, struct nfs4_file *f, uint64_t off,
 	return rc ? rc : (ssize_t)out.got;
 }
 
-int nfs4_file_commit(struct nfs_conn *conn, struct nfs4_file *f)
+static int decode_commit(struct v4_call *c, COMPOUND4res *res, int err)
+{
+	nfs_resop4 r;
+
+	if (!nfs4_find_res(res, OP_COMMIT, false, &r) || r.nfs_resop4_u.opcommit.status != NFS4_OK)
+		return -EPROTO;
+	memcpy(c->arg, r.nfs_resop4_u.opcommit.COMMIT4res_u.resok4.writeverf, NFS_VERF_SIZE);
+	return 0;
+}
+
+int nfs4_file_commit(struct nfs_conn *conn, struct nfs4_file *f, char verf[NFS_VERF_SIZE])
 {
 	struct v4_ops o;
 	int rc;
@@ -389,35 +398,20 @@ int nfs4_file_commit(struct nfs_conn *conn, struct nfs4_file *f)
 	nfs4_ops_init(&o);
 	nfs4_ops_putfh(&o, f->fh, f->fhlen);
 	nfs4_ops_add(&o, OP_COMMIT); /* offset 0, count 0: the whole file */
-	rc = nfs4_ops_run(conn->nfs, &o, NULL, NULL);
+	rc = nfs4_ops_run(conn->nfs, &o, decode_commit, verf);
 	nfs4_ops_free(&o);
 	return rc;
 }
 
-/* ---- WRITE in pipelined chunks --------------------------------------------------------------- */
+/* ---- WRITE ----------------------------------------------------------------------------------- */
 
-struct wpipe {
-	int inflight;
-	int err;
-	uint64_t short_at; /* lowest offset a short WRITE stopped at, or UINT64_MAX */
-};
-
-struct wchunk {
-	struct wpipe *pipe;
-	struct rpc_context *rpc;
-	uint64_t off;
-	size_t len;
-};
-
-static void wchunk_cb(struct rpc_context *rpc, int status, void *data, void *private_data)
+static void write_cb(struct rpc_context *rpc, int status, void *data, void *private_data)
 {
-	struct wchunk *ch = private_data;
-	struct wpipe *p = ch->pipe;
 	COMPOUND4res *res = data;
+	WRITE4resok *ok = NULL;
 	nfs_resop4 r;
 	int err = 0;
 
-	p->inflight--;
 	if (status == RPC_STATUS_TIMEOUT || status == RPC_STATUS_CANCEL) {
 		err = -ETIMEDOUT;
 	} else if (status != RPC_STATUS_SUCCESS || !res) {
@@ -429,93 +423,50 @@ static void wchunk_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	} else if (!nfs4_find_res(res, OP_WRITE, false, &r)) {
 		err = -EPROTO;
 	} else {
-		count4 n = r.nfs_resop4_u.opwrite.WRITE4res_u.resok4.count;
-
-		if (n < ch->len && ch->off + n < p->short_at)
-			p->short_at = ch->off + n;
+		ok = &r.nfs_resop4_u.opwrite.WRITE4res_u.resok4;
 	}
-	if (err && !p->err)
-		p->err = err;
-	g_free(ch);
+	nfs_wchunk_done(private_data, err, ok ? ok->count : 0, ok && ok->committed == FILE_SYNC4,
+			ok ? ok->writeverf : NULL);
 }
 
-static int wchunk_send(struct nfs_conn *conn, struct nfs4_file *f, struct wpipe *p, uint64_t off,
-		       size_t len, const void *buf, bool sync)
+static int write_chunk(struct nfs_conn *conn, const struct nfs_wtarget *t, struct nfs_wchunk *ch,
+		       const void *data)
 {
-	struct wchunk *ch = g_new(struct wchunk, 1);
 	nfs_argop4 op[2];
 	COMPOUND4args args;
 	WRITE4args *wa;
 
 	memset(op, 0, sizeof(op));
 	op[0].argop = OP_PUTFH;
-	op[0].nfs_argop4_u.opputfh.object.nfs_fh4_len = f->fhlen;
-	op[0].nfs_argop4_u.opputfh.object.nfs_fh4_val = f->fh;
+	op[0].nfs_argop4_u.opputfh.object.nfs_fh4_len = t->fhlen;
+	op[0].nfs_argop4_u.opputfh.object.nfs_fh4_val = (char *)t->fh;
 	op[1].argop = OP_WRITE;
 	wa = &op[1].nfs_argop4_u.opwrite;
-	wa->stateid = f->stateid;
-	wa->offset = off;
-	wa->stable = sync ? FILE_SYNC4 : UNSTABLE4;
-	wa->data.data_len = (u_int)len;
-	wa->data.data_val = (char *)buf;
+	wa->stateid = *(const stateid4 *)t->stateid;
+	wa->offset = ch->off;
+	wa->stable = t->sync ? FILE_SYNC4 : UNSTABLE4;
+	wa->data.data_len = (u_int)ch->len;
+	wa->data.data_val = (char *)data;
 	memset(&args, 0, sizeof(args));
 	args.argarray.argarray_len = 2;
 	args.argarray.argarray_val = op;
-	ch->pipe = p;
-	ch->off = off;
-	ch->len = len;
-	/* encoded at once: `op` may go after this */
-	if (rpc_nfs4_compound_async(nfs_get_rpc_context(conn->nfs), wchunk_cb, &args, ch) != 0) {
-		g_free(ch);
+	if (rpc_nfs4_compound_async(nfs_get_rpc_context(conn->nfs), write_cb, &args, ch) != 0)
 		return -ENOMEM;
-	}
-	p->inflight++;
 	return 0;
 }
 
 ssize_t nfs4_file_write(struct nfs_conn *conn, struct nfs4_file *f, uint64_t off, size_t size,
-			const void *buf, bool sync, gint64 deadline)
+			const void *buf, bool sync, struct nfs_wverf *verf, gint64 deadline)
 {
-	struct nfs_context *nfs = conn->nfs;
-	uint64_t pos = off, end = off + size;
+	struct nfs_wtarget t = {
+		.send = write_chunk,
+		.fh = f->fh,
+		.fhlen = f->fhlen,
+		.stateid = &f->stateid,
+		.sync = sync,
+		.chunk = NFS4_WRITE_CHUNK,
+		.depth = NFS4_WRITE_DEPTH,
+	};
 
-	while (pos < end) {
-		struct wpipe p = { .short_at = UINT64_MAX };
-		uint64_t next = pos;
-
-		while ((next < end && !p.err) || p.inflight > 0) {
-			struct pollfd pfd;
-			gint64 left;
-			int n;
-
-			while (next < end && !p.err && p.inflight < NFS4_WRITE_DEPTH) {
-				size_t len = MIN((uint64_t)NFS4_WRITE_CHUNK, end - next);
-
-				p.err = wchunk_send(conn, f, &p, next, len,
-						    (const char *)buf + (next - off), sync);
-				next += len;
-			}
-			if (p.inflight == 0)
-				break;
-			/* Chunks in flight point at `p`: wait for every callback, whatever. libnfs
-			 * expires each RPC after its timeout, so this ends. */
-			pfd.fd = nfs_get_fd(nfs);
-			pfd.events = nfs_which_events(nfs);
-			pfd.revents = 0;
-			left = deadline - g_get_monotonic_time();
-			n = poll(&pfd, 1, left > 0 ? (int)MIN(left / 1000 + 1, 100) : 100);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (nfs_service(nfs, n < 0 ? POLLERR : pfd.revents) < 0 && !p.err)
-				p.err = -ECONNRESET;
-			if (p.err == -ECONNRESET && nfs_queue_length(nfs) == 0)
-				break; /* the connection died and took every call with it */
-		}
-		if (p.err)
-			return p.err;
-		if (p.short_at == UINT64_MAX)
-			break;
-		pos = p.short_at; /* rewrite from the first short WRITE on: writes are idempotent */
-	}
-	return (ssize_t)size;
+	return nfs_write_chunks(conn, &t, off, size, buf, verf, deadline);
 }

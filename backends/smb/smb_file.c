@@ -418,12 +418,13 @@ ssize_t smb_write(void *loc_, const struct ff_cred *cred, ff_fh *fh_, const void
 		goto out;
 	}
 	n = smbc_getFunctionWrite(ctx)(ctx, fh->file, buf, size);
-	if (n < 0)
-		rc = smb_err(errno);
-	if (rc == -EINVAL)
-		rc = -EFBIG; /* past the largest file the server takes (its EFBIG comes back so) */
-	else if ((size_t)n != size)
+	if (n < 0) {
+		rc = smb_err(errno); /* NT_STATUS_DISK_FULL is ENOSPC, _QUOTA_EXCEEDED EDQUOT */
+		if (rc == -EINVAL)
+			rc = -EFBIG; /* past the largest file the server takes (comes back so) */
+	} else if ((size_t)n != size) {
 		rc = -EIO; /* cli_writeall writes all or fails */
+	}
 out:
 	rc = smb_fh_end(loc, fh, rc);
 	return rc ? rc : (ssize_t)size;

@@ -20,6 +20,7 @@ import shutil
 import socket
 import struct
 import subprocess
+import sys
 import threading
 import time
 
@@ -305,6 +306,56 @@ def test_server_killed_then_restarted(servers, trees, tmp_path, mount_factory, k
     soft.check(len(log_lines(m, r"is unreachable")) <= 2,
                "location reported down again and again")
     soft.done(m)
+    stop_or_fail(m)
+
+
+# Opens, writes 1 MiB, says so, waits for a line, closes: prints close()'s errno or "none".
+# A process of its own: a program the test starts (the server's restart) would inherit a
+# descriptor of the test's and close it, which is a FLUSH of the file.
+WRITE_THEN_CLOSE = """
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, os.urandom(1 << 20))
+print("written", flush=True)
+sys.stdin.readline()
+try:
+    os.close(fd)
+    print("none")
+except OSError as e:
+    print(e.errno)
+"""
+
+
+@pytest.mark.parametrize("kind", ["nfs3", "nfs4"])
+def test_nfs_server_restarted_before_commit(servers, trees, tmp_path, mount_factory, kind):
+    """Data written UNSTABLE and not yet committed when the server restarts: the write
+    verifier changes, the server may have lost that data (a reboot does), and close() says so
+    with EIO instead of succeeding; the daemon logs why. Afterwards the referral works."""
+    t, data, m, r = _fault_setup(servers, trees, tmp_path, kind, mount_factory)
+    m.expect_log(r"the server restarted before COMMIT")
+    w = subprocess.Popen([sys.executable, "-c", WRITE_THEN_CLOSE, os.path.join(r, "unstable")],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert w.stdout.readline().strip() == "written"
+        servers.kill("nfs")
+        servers.start("nfs")
+        # the location is up again, so close() reaches the server (not "location down")
+        assert wait_until(lambda: os.path.exists(os.path.join(r, "f")) and
+                          location_state(m.mnt, "/r", t.uri) == "up", timeout=OP_BOUND * 2)
+        out, _ = w.communicate("close\n", timeout=OP_BOUND * 2)
+    finally:
+        w.kill()
+        w.wait()
+    assert out.strip() == str(errno.EIO), f"close() after the restart: {out!r}"
+    assert log_lines(m, r"restarted before COMMIT")
+    # a COMMIT after fsync() answers with the new verifier: the next file is fine
+    fd = os.open(os.path.join(r, "stable"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    assert read_file(os.path.join(t.dir, "stable")) == data
     stop_or_fail(m)
 
 
