@@ -96,12 +96,14 @@ struct smb_loc {
  * writing (smb_rename_open()).
  */
 struct smb_file {
-	struct smb_conn *conn; /* NULL: lost across a rename, every operation is EIO */
-	SMBCFILE *file;
+	struct smb_conn *conn;	  /* NULL: to be bound to a live context (smb_fh_begin()) */
+	SMBCFILE *file;		  /* NULL: to be opened again by path (smb_fh_begin()) */
 	int flags;		  /* as the caller opened it */
 	struct ff_pathnode *node; /* reference */
 	bool no_fstat;		  /* a write-only SMB handle may not read its attributes */
 	bool dirty;		  /* written through this SMB handle: its close moves mtime */
+	bool rebound;		  /* its context died: check the file's identity when reopening */
+	bool stale;		  /* reopened after that, it was another file: ESTALE for good */
 	gint64 t0;		  /* start of the running operation (its context is held) */
 };
 
@@ -183,6 +185,9 @@ int smb_lookup(void *loc, const struct ff_cred *cred, ff_node *parent, const cha
 void smb_forget(void *loc, ff_node *node);
 /* The core keeps `keep` for what `fresh` names. */
 void smb_relink(void *loc, ff_node *keep, ff_node *fresh);
+/* The server's file id (st_ino) of what `node` names, as last seen; 0 when never seen. */
+void smb_node_seen(struct smb_loc *loc, struct ff_pathnode *node, const struct stat *st);
+ino_t smb_node_ino(struct smb_loc *loc, struct ff_pathnode *node);
 /* Attributes through an open handle (its context checked out), by path when it cannot. */
 int smb_fh_stat(struct smb_loc *loc, struct smb_file *fh, struct stat *st);
 /* Attributes of a node, through `fh` when given. */
@@ -218,6 +223,9 @@ void smb_open_node_free(gpointer p);
 int smb_fh_begin(struct smb_loc *loc, struct smb_file *fh, bool need_file);
 /* End it: the context checked in, the gate left; a lost connection is EIO. */
 int smb_fh_end(struct smb_loc *loc, struct smb_file *fh, int rc);
+/* The same for an operation that can simply run again (a read, a write at an offset): *again
+ * says that its connection died under it; the next smb_fh_begin() rebinds the handle. */
+int smb_fh_end_again(struct smb_loc *loc, struct smb_file *fh, int rc, bool *again);
 /* Times were set on `node`: remember them while it has writers. */
 void smb_times_set(struct smb_loc *loc, struct ff_pathnode *node, const struct timeval tv[2]);
 /* A write through `node`: forget the times set on it. */

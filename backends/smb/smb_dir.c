@@ -142,8 +142,10 @@ int smb_readdir(void *loc_, const struct ff_cred *cred, ff_node *node, ff_dh *dh
 		ff_node *child = NULL;
 		int r;
 
-		if (plus)
+		if (plus) {
 			child = (ff_node *)ff_pathtree_child(loc->tree, smb_pn(node), e->name);
+			smb_node_seen(loc, smb_pn(child), &e->st);
+		}
 		dh->served = true;
 		r = fill(buf, e->name, &e->st, (off_t)i + 1, child, false);
 		if (r == FF_FILL_FULL)

@@ -63,34 +63,95 @@ static int smb_reopen_flags(int flags)
 	return smb_open_flags(flags) & ~(O_CREAT | O_EXCL | O_TRUNC);
 }
 
-/* Open fh's file again on its own context (checked out), after smb_flush() closed it. */
+/* Is `f`, just opened again at fh's path, still the file fh had open (the server's file id)? A
+ * file put in its place while the connection was gone (a restore, another client) is not. */
+static bool smb_fh_same_file(struct smb_loc *loc, struct smb_file *fh, SMBCFILE *f, const char *url)
+{
+	SMBCCTX *ctx = fh->conn->ctx;
+	ino_t want = smb_node_ino(loc, fh->node);
+	struct stat st;
+
+	if (want == 0)
+		return true; /* never seen: nothing to compare */
+	memset(&st, 0, sizeof(st));
+	if (smbc_getFunctionFstat(ctx)(ctx, f, &st) != 0 && smb_stat_raw(ctx, url, &st) != 0)
+		return true; /* cannot tell; the next operation will */
+	return st.st_ino == 0 || st.st_ino == want;
+}
+
+/* Open fh's file again on its context (checked out): after smb_flush() closed it, or on a new
+ * context after its own died (then it must be the same file: ESTALE otherwise, for good). */
 static int smb_fh_reopen(struct smb_loc *loc, struct smb_file *fh)
 {
+	SMBCCTX *ctx = fh->conn->ctx;
 	char *url = smb_url(loc, fh->node, NULL);
 	SMBCFILE *f;
 	int rc = 0;
 
 	if (!url)
 		return -ESTALE;
-	f = smb_open_raw(fh->conn->ctx, url, smb_reopen_flags(fh->flags), 0, true, &rc);
+	f = smb_open_raw(ctx, url, smb_reopen_flags(fh->flags), 0, true, &rc);
+	if (f && fh->rebound) {
+		if (smb_fh_same_file(loc, fh, f, url)) {
+			g_message("%s: %s opened again after the connection was lost", loc->display,
+				  url);
+		} else {
+			g_warning("%s: %s is another file since the connection was lost: its "
+				  "open handles are stale",
+				  loc->display, url);
+			smbc_getFunctionClose(ctx)(ctx, f);
+			f = NULL;
+			fh->stale = true;
+			rc = -ESTALE;
+		}
+		fh->rebound = false;
+	}
 	g_free(url);
 	if (f)
 		fh->file = f;
 	return rc;
 }
 
+/* fh's context died (the server restarted, the connection broke): bind the handle to a live
+ * context, its file to be opened again by path when next needed, as NFS clients carry on with
+ * a file handle. Returns with the new context checked out, as smb_pool_get_conn() does. */
+static int smb_fh_rebind(struct smb_loc *loc, struct smb_file *fh)
+{
+	struct smb_conn *conn;
+	int rc;
+
+	if (fh->conn) {
+		smb_pool_file_closed(&loc->pool, fh->conn); /* its SMB file goes with it */
+		fh->conn = NULL;
+		fh->file = NULL;
+		fh->rebound = true;
+	}
+	rc = smb_pool_get(&loc->pool, true, &conn);
+	if (rc)
+		return rc;
+	fh->conn = conn;
+	smb_pool_file_opened(&loc->pool, conn);
+	return 0;
+}
+
 /*
- * A handle's operations run on its own context, inside the gate (see struct smb_open_node);
- * a lost connection loses the file: EIO. With `need_file`, a handle that smb_flush() closed
- * is opened again first; a file that went away meanwhile is ESTALE, as NFS clients say.
+ * A handle's operations run on its own context, inside the gate (see struct smb_open_node).
+ * With `need_file`, a handle that smb_flush() closed is opened again first; a file that went
+ * away meanwhile is ESTALE, as NFS clients say. A handle whose context died is bound to
+ * another (smb_fh_rebind()) and opened again by path, so that open files outlive a server
+ * restart; the operation that was running when the connection broke failed with EIO, unless
+ * it could simply run again (smb_fh_end_again()).
  */
 int smb_fh_begin(struct smb_loc *loc, struct smb_file *fh, bool need_file)
 {
-	int rc = -EIO; /* no context: the file could not be opened again after a rename */
+	int rc;
 
+	if (fh->stale)
+		return -ESTALE;
 	g_rw_lock_reader_lock(&loc->gate);
-	if (fh->conn)
-		rc = smb_pool_get_conn(&loc->pool, fh->conn, false);
+	rc = fh->conn ? smb_pool_get_conn(&loc->pool, fh->conn, false) : -EIO;
+	if (rc == -EIO) /* no context, or a dead one */
+		rc = smb_fh_rebind(loc, fh);
 	fh->t0 = g_get_monotonic_time();
 	if (rc == 0 && need_file && !fh->file) {
 		rc = smb_classify(loc, fh->conn, smb_fh_reopen(loc, fh), fh->t0);
@@ -107,12 +168,20 @@ int smb_fh_begin(struct smb_loc *loc, struct smb_file *fh, bool need_file)
 	return rc;
 }
 
-int smb_fh_end(struct smb_loc *loc, struct smb_file *fh, int rc)
+int smb_fh_end_again(struct smb_loc *loc, struct smb_file *fh, int rc, bool *again)
 {
 	rc = smb_classify(loc, fh->conn, rc, fh->t0);
+	*again = smb_err_is_disconnect(rc);
 	smb_pool_put(&loc->pool, fh->conn, rc);
 	g_rw_lock_reader_unlock(&loc->gate);
 	return smb_err_is_disconnect(rc) ? -EIO : rc;
+}
+
+int smb_fh_end(struct smb_loc *loc, struct smb_file *fh, int rc)
+{
+	bool again;
+
+	return smb_fh_end_again(loc, fh, rc, &again);
 }
 
 /* A handle of fh->node opened. */
@@ -345,6 +414,7 @@ int smb_create(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 		g_free(a.fh);
 	} else {
 		*node = (ff_node *)ff_pathtree_child(loc->tree, smb_pn(parent), name);
+		smb_node_seen(loc, smb_pn(*node), st);
 		ff_pathtree_ref(loc->tree, smb_pn(*node));
 		a.fh->node = smb_pn(*node);
 		smb_opened(loc, a.fh);
@@ -359,50 +429,47 @@ ssize_t smb_read(void *loc_, ff_fh *fh_, void *buf, size_t size, off_t off)
 	struct smb_loc *loc = loc_;
 	struct smb_file *fh = (struct smb_file *)fh_;
 	size_t done = 0;
-	SMBCCTX *ctx;
+	bool again = false;
 	int rc;
 
-	rc = smb_fh_begin(loc, fh, true);
-	if (rc)
-		return rc;
-	ctx = fh->conn->ctx;
-	if (smbc_getFunctionLseek(ctx)(ctx, fh->file, off, SEEK_SET) < 0) {
-		rc = smb_err(errno);
-		goto out;
-	}
-	while (done < size) {
-		ssize_t n =
-			smbc_getFunctionRead(ctx)(ctx, fh->file, (char *)buf + done, size - done);
+	for (int attempt = 0; attempt < 2 && done == 0; attempt++) {
+		SMBCCTX *ctx;
 
-		if (n < 0) {
+		rc = smb_fh_begin(loc, fh, true);
+		if (rc)
+			return rc;
+		ctx = fh->conn->ctx;
+		if (smbc_getFunctionLseek(ctx)(ctx, fh->file, off, SEEK_SET) < 0)
 			rc = smb_err(errno);
-			break;
+		while (rc == 0 && done < size) {
+			ssize_t n = smbc_getFunctionRead(ctx)(ctx, fh->file, (char *)buf + done,
+							      size - done);
+
+			if (n < 0)
+				rc = smb_err(errno);
+			else if (n == 0)
+				break;
+			else
+				done += (size_t)n;
 		}
-		if (n == 0)
+		rc = smb_fh_end_again(loc, fh, rc, &again);
+		if (!again)
 			break;
-		done += (size_t)n;
 	}
-out:
-	rc = smb_fh_end(loc, fh, rc);
 	if (rc && done == 0)
 		return rc;
 	return (ssize_t)done;
 }
 
-/* SMB has no append mode: with O_APPEND, each write goes where the file ends now. */
-ssize_t smb_write(void *loc_, const struct ff_cred *cred, ff_fh *fh_, const void *buf, size_t size,
-		  off_t off)
+/* One write of the whole buffer at `off` (with O_APPEND at the file's end now: SMB has no
+ * append mode), on the handle's context (checked out). */
+static int smb_write_once(struct smb_loc *loc, struct smb_file *fh, const void *buf, size_t size,
+			  off_t off)
 {
-	struct smb_loc *loc = loc_;
-	struct smb_file *fh = (struct smb_file *)fh_;
-	SMBCCTX *ctx;
+	SMBCCTX *ctx = fh->conn->ctx;
 	ssize_t n;
 	int rc;
 
-	rc = smb_fh_begin(loc, fh, true);
-	if (rc)
-		return rc;
-	ctx = fh->conn->ctx;
 	smb_times_written(loc, fh->node);
 	fh->dirty = true;
 	if (fh->flags & O_APPEND) {
@@ -410,23 +477,37 @@ ssize_t smb_write(void *loc_, const struct ff_cred *cred, ff_fh *fh_, const void
 
 		rc = smb_fh_stat(loc, fh, &st);
 		if (rc)
-			goto out;
+			return rc;
 		off = st.st_size;
 	}
-	if (smbc_getFunctionLseek(ctx)(ctx, fh->file, off, SEEK_SET) < 0) {
-		rc = smb_err(errno);
-		goto out;
-	}
+	if (smbc_getFunctionLseek(ctx)(ctx, fh->file, off, SEEK_SET) < 0)
+		return smb_err(errno);
 	n = smbc_getFunctionWrite(ctx)(ctx, fh->file, buf, size);
 	if (n < 0) {
 		rc = smb_err(errno); /* NT_STATUS_DISK_FULL is ENOSPC, _QUOTA_EXCEEDED EDQUOT */
-		if (rc == -EINVAL)
-			rc = -EFBIG; /* past the largest file the server takes (comes back so) */
-	} else if ((size_t)n != size) {
-		rc = -EIO; /* cli_writeall writes all or fails */
+		return rc == -EINVAL ? -EFBIG : rc; /* past the largest file the server takes */
 	}
-out:
-	rc = smb_fh_end(loc, fh, rc);
+	return (size_t)n == size ? 0 : -EIO; /* cli_writeall writes all or fails */
+}
+
+/* A write at an offset that its broken connection failed runs once more on a new one (writing
+ * the same bytes twice at one place is harmless); an append does not (it could append twice). */
+ssize_t smb_write(void *loc_, const struct ff_cred *cred, ff_fh *fh_, const void *buf, size_t size,
+		  off_t off)
+{
+	struct smb_loc *loc = loc_;
+	struct smb_file *fh = (struct smb_file *)fh_;
+	bool again = false;
+	int rc;
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		rc = smb_fh_begin(loc, fh, true);
+		if (rc)
+			return rc;
+		rc = smb_fh_end_again(loc, fh, smb_write_once(loc, fh, buf, size, off), &again);
+		if (!again || (fh->flags & O_APPEND))
+			break;
+	}
 	return rc ? rc : (ssize_t)size;
 }
 
@@ -469,6 +550,7 @@ static int smb_fh_settle(struct smb_loc *loc, struct smb_file *fh)
 	SMBCCTX *ctx;
 	bool closed = false;
 	int rc = smb_fh_begin(loc, fh, false);
+	bool again;
 
 	if (rc)
 		return rc;
@@ -481,7 +563,10 @@ static int smb_fh_settle(struct smb_loc *loc, struct smb_file *fh)
 		fh->dirty = false;
 		closed = true;
 	}
-	rc = smb_fh_end(loc, fh, rc);
+	rc = smb_fh_end_again(loc, fh, rc, &again);
+	if (again)
+		rc = 0; /* the connection died: so did the server's handle, and every write it
+			 * acknowledged is on the server (a write that failed said so) */
 	if (closed && smb_times_pending(loc, fh->node, tv))
 		smb_times_reapply(loc, fh, tv);
 	return rc;
@@ -520,7 +605,7 @@ int smb_release(void *loc_, ff_fh *fh_)
 	g_rw_lock_reader_lock(&loc->gate);
 	conn = fh->conn;
 	if (!conn) {
-		rc = -EIO; /* lost across a rename */
+		rc = -EIO; /* its context died and no new one could be had */
 	} else if (fh->file) {
 		rc = smb_pool_get_conn(&loc->pool, conn, true);
 		if (rc == 0) {

@@ -69,9 +69,42 @@ int smb_lookup(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 		if (rc < 0)
 			return rc;
 		*node = (ff_node *)ff_pathtree_child(loc->tree, smb_pn(parent), name);
+		smb_node_seen(loc, smb_pn(*node), st);
 		rc = 0;
 	}
 	return rc;
+}
+
+/* What a node's priv holds: the identity an open handle of it checks when it is opened again
+ * on a new connection (smb_file.c). Under loc->wlock. */
+struct smb_node_info {
+	ino_t ino;
+};
+
+void smb_node_seen(struct smb_loc *loc, struct ff_pathnode *node, const struct stat *st)
+{
+	struct smb_node_info *info;
+
+	if (S_ISDIR(st->st_mode) || st->st_ino == 0)
+		return;
+	g_mutex_lock(&loc->wlock);
+	info = node->priv;
+	if (!info)
+		node->priv = info = g_new0(struct smb_node_info, 1);
+	info->ino = st->st_ino;
+	g_mutex_unlock(&loc->wlock);
+}
+
+ino_t smb_node_ino(struct smb_loc *loc, struct ff_pathnode *node)
+{
+	const struct smb_node_info *info;
+	ino_t ino;
+
+	g_mutex_lock(&loc->wlock);
+	info = node->priv;
+	ino = info ? info->ino : 0;
+	g_mutex_unlock(&loc->wlock);
+	return ino;
 }
 
 void smb_forget(void *loc_, ff_node *node)

@@ -309,9 +309,30 @@ def test_server_killed_then_restarted(servers, trees, tmp_path, mount_factory, k
     stop_or_fail(m)
 
 
+def _held_across_restart(servers, m, t, r, server, script, name, meanwhile=None):
+    """Run `script` on r/name in a process of its own (a program the test starts, the server's
+    restart among them, would inherit a descriptor of the test's and close it: a FLUSH). Once
+    it prints "written", kill `server`, call meanwhile(), start it again, wait until the
+    location is up, and let the script go on. Returns what it printed after that."""
+    w = subprocess.Popen([sys.executable, "-c", script, os.path.join(r, name)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert w.stdout.readline().strip() == "written"
+        servers.kill(server)
+        if meanwhile:
+            meanwhile()
+        servers.start(server)
+        # up again, so the next call reaches the server (not "location down")
+        assert wait_until(lambda: os.path.exists(os.path.join(r, "f")) and
+                          location_state(m.mnt, "/r", t.uri) == "up", timeout=OP_BOUND * 2)
+        out, _ = w.communicate("go\n", timeout=OP_BOUND * 4)
+    finally:
+        w.kill()
+        w.wait()
+    return out
+
+
 # Opens, writes 1 MiB, says so, waits for a line, closes: prints close()'s errno or "none".
-# A process of its own: a program the test starts (the server's restart) would inherit a
-# descriptor of the test's and close it, which is a FLUSH of the file.
 WRITE_THEN_CLOSE = """
 import os, sys
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -333,19 +354,7 @@ def test_nfs_server_restarted_before_commit(servers, trees, tmp_path, mount_fact
     with EIO instead of succeeding; the daemon logs why. Afterwards the referral works."""
     t, data, m, r = _fault_setup(servers, trees, tmp_path, kind, mount_factory)
     m.expect_log(r"the server restarted before COMMIT")
-    w = subprocess.Popen([sys.executable, "-c", WRITE_THEN_CLOSE, os.path.join(r, "unstable")],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert w.stdout.readline().strip() == "written"
-        servers.kill("nfs")
-        servers.start("nfs")
-        # the location is up again, so close() reaches the server (not "location down")
-        assert wait_until(lambda: os.path.exists(os.path.join(r, "f")) and
-                          location_state(m.mnt, "/r", t.uri) == "up", timeout=OP_BOUND * 2)
-        out, _ = w.communicate("close\n", timeout=OP_BOUND * 2)
-    finally:
-        w.kill()
-        w.wait()
+    out = _held_across_restart(servers, m, t, r, "nfs", WRITE_THEN_CLOSE, "unstable")
     assert out.strip() == str(errno.EIO), f"close() after the restart: {out!r}"
     assert log_lines(m, r"restarted before COMMIT")
     # a COMMIT after fsync() answers with the new verifier: the next file is fine
@@ -356,6 +365,59 @@ def test_nfs_server_restarted_before_commit(servers, trees, tmp_path, mount_fact
     finally:
         os.close(fd)
     assert read_file(os.path.join(t.dir, "stable")) == data
+    stop_or_fail(m)
+
+
+# Opens read-write, writes 1 MiB of A and fsyncs, says so, waits for a line; then writes 1 MiB of B after
+# it, reads the first MiB back, closes: prints what each step gave ("ok" or an errno).
+OPEN_ACROSS_RESTART = """
+import os, sys
+MiB = 1 << 20
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, b"A" * MiB)
+os.fsync(fd)  # NFS: committed, so the restart loses nothing (else close() says EIO)
+print("written", flush=True)
+sys.stdin.readline()
+out = []
+for step in (lambda: os.pwrite(fd, b"B" * MiB, MiB) == MiB,
+             lambda: os.pread(fd, MiB, 0) == b"A" * MiB,
+             lambda: os.close(fd) is None):
+    try:
+        out.append("ok" if step() else "wrong")
+    except OSError as e:
+        out.append(str(e.errno))
+print(" ".join(out))
+"""
+
+
+@pytest.mark.parametrize("kind", ["nfs3", "nfs4", "smb"])
+def test_open_file_survives_server_restart(servers, trees, tmp_path, mount_factory, kind):
+    """A file kept open while its server is killed and started again: once the location is up,
+    the same descriptor writes, reads and closes (NFS by its file handle, SMB opened again by
+    path and checked to be the same file), and the server holds everything written."""
+    t, data, m, r = _fault_setup(servers, trees, tmp_path, kind, mount_factory)
+    m.expect_log(r"opened again after the connection was lost")
+    out = _held_across_restart(servers, m, t, r, SERVER_OF[kind], OPEN_ACROSS_RESTART, "held")
+    assert out.split() == ["ok", "ok", "ok"], f"write, read, close after the restart: {out!r}"
+    assert read_file(os.path.join(t.dir, "held")) == b"A" * MiB + b"B" * MiB
+    stop_or_fail(m)
+
+
+def test_smb_open_file_replaced_during_restart(servers, trees, tmp_path, mount_factory):
+    """The file an SMB descriptor had open was replaced by another while the server was away:
+    the descriptor does not write into the new file; it answers ESTALE, and the new file is
+    untouched."""
+    t, data, m, r = _fault_setup(servers, trees, tmp_path, "smb", mount_factory)
+    m.expect_log(r"is another file since the connection was lost")
+    held = os.path.join(t.dir, "held")
+
+    def replace():  # the way rsync, editors and restores do: a new file renamed over it
+        write_file(held + ".new", b"new file")
+        os.rename(held + ".new", held)
+
+    out = _held_across_restart(servers, m, t, r, "smb", OPEN_ACROSS_RESTART, "held", replace)
+    assert out.split()[:2] == [str(errno.ESTALE)] * 2, f"write, read, close: {out!r}"
+    assert read_file(held) == b"new file"
     stop_or_fail(m)
 
 
