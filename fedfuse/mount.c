@@ -555,7 +555,8 @@ int ff_mount_usable(struct ff_mount *m)
 
 int ff_mount_account(struct ff_mount *m, enum ff_op op, int rc, gint64 start_usec)
 {
-	bool conn = ff_errno_is_connection(rc);
+	/* only a -errno is an error: 110 may be a descriptor (lock_fd), not ETIMEDOUT */
+	bool conn = rc < 0 && ff_errno_is_connection(rc);
 
 	count_op(m, op, rc, start_usec);
 	if (conn || (rc >= 0 && g_atomic_int_get(&m->state) == FF_MOUNT_DOWN)) {

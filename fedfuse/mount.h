@@ -136,9 +136,9 @@ int ff_mount_connect(struct ff_mount *m);
  * I/O: a down location answers at once until the prober finds it back). Cheap: no lock when up. */
 int ff_mount_usable(struct ff_mount *m);
 
-/* Report the result of an operation on `m`: counts it, and marks the location down when `rc`
- * is a connection-level error (timeout, refused, reset, unreachable) or up when it succeeded
- * after being down. Returns rc. */
+/* Report the result of an operation on `m` (`rc`: a -errno, or 0 or more on success, e.g. a
+ * descriptor): counts it, and marks the location down when `rc` is a connection-level error
+ * (timeout, refused, reset, unreachable) or up when it succeeded after being down. Returns rc. */
 int ff_mount_account(struct ff_mount *m, enum ff_op op, int rc, gint64 start_usec);
 /* Bytes a read returned or a write wrote (op FF_OP_READ or FF_OP_WRITE), for the metrics. */
 void ff_mount_account_bytes(struct ff_mount *m, enum ff_op op, gint64 n);

@@ -81,6 +81,12 @@ static int fake_releasedir(void *loc, ff_dh *dh)
 }
 
 /* The operations the core cannot do without, and nothing else. */
+/* A descriptor numbered like an errno of a lost connection (a daemon with 110 files open). */
+static int fake_lock_fd(void *loc, ff_node *node)
+{
+	return ETIMEDOUT;
+}
+
 static const struct ff_backend_ops minimal_ops = {
 	.mount = fake_mount,
 	.unmount = fake_unmount,
@@ -175,12 +181,14 @@ static void test_accounting_and_down(void)
 {
 	const char *missing = NULL;
 	struct ff_backend be = { .scheme = "fake" };
+	struct ff_backend_ops with_lock = minimal_ops;
 	struct ff_mount m;
 	ff_node *node = NULL;
 	struct stat st;
 	char buf[4];
 
-	be.ops = ff_gw_complete_ops(&minimal_ops, &missing);
+	with_lock.lock_fd = fake_lock_fd;
+	be.ops = ff_gw_complete_ops(&with_lock, &missing);
 	memset(&m, 0, sizeof(m));
 	g_mutex_init(&m.lock);
 	m.be = &be;
@@ -195,6 +203,10 @@ static void test_accounting_and_down(void)
 	g_assert_cmpint(m.stats[FF_OP_LOOKUP].errors, ==, 1);
 	g_assert_cmpint(ff_gw_read(&m, NULL, buf, sizeof(buf), 0), ==, sizeof(buf));
 	g_assert_cmpint(m.stats[FF_OP_READ].calls, ==, 1);
+	/* a success that is a number is no error, even one that looks like an errno */
+	g_assert_cmpint(ff_gw_lock_fd(&m, NULL), ==, ETIMEDOUT);
+	g_assert_cmpint(m.state, ==, FF_MOUNT_UP);
+	g_assert_cmpint(m.stats[FF_OP_OTHER].errors, ==, 0);
 	/* what a backend left out is counted too, with its error */
 	g_assert_cmpint(ff_gw_statfs(&m, NULL, NULL, NULL), ==, -ENOSYS);
 	g_assert_cmpint(m.stats[FF_OP_STATFS].errors, ==, 1);
