@@ -255,6 +255,37 @@ static void do_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 		fuse_reply_write(req, n);
 }
 
+/*
+ * The kernel sends RELEASE after close(2) has returned, asynchronously: `close(fd); unlink(f)`
+ * can reach the daemon as FLUSH, UNLINK, RELEASE, and the unlink would find the file still
+ * open (hidden.c renames it away rather than remove it). So an open file counts as "flushed"
+ * from its FLUSH until it is used again, and an unlink that finds only flushed files open
+ * gives their RELEASE a moment to arrive (ff_hide_if_open()).
+ */
+void ff_file_used(struct ff_file *f)
+{
+	if (__atomic_load_n(&f->flushed, __ATOMIC_RELAXED))
+		__atomic_store_n(&f->flushed, false, __ATOMIC_RELAXED);
+}
+
+bool ff_files_closing(struct ff_state *s, struct ff_inode *inode)
+{
+	GHashTableIter it;
+	gpointer handle, is_dir;
+	bool closing = true;
+
+	g_mutex_lock(&s->handles_lock);
+	g_hash_table_iter_init(&it, s->handles);
+	while (closing && g_hash_table_iter_next(&it, &handle, &is_dir)) {
+		const struct ff_file *f = handle;
+
+		if (!GPOINTER_TO_INT(is_dir) && f->inode == inode)
+			closing = __atomic_load_n(&f->flushed, __ATOMIC_RELAXED);
+	}
+	g_mutex_unlock(&s->handles_lock);
+	return closing;
+}
+
 void ff_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct ff_file *f = ff_file_of(fi);
@@ -264,6 +295,7 @@ void ff_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	if (f->mnt)
 		rc = ff_gw_flush(f->mnt, f->fh);
+	__atomic_store_n(&f->flushed, true, __ATOMIC_RELAXED);
 	ff_reply_err(req, rc);
 }
 
@@ -423,6 +455,7 @@ static void do_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 
 void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
+	ff_file_used(ff_file_of(fi));
 	ff_intr_begin(req);
 	do_read(req, ino, size, off, fi);
 	ff_intr_end();
@@ -431,6 +464,7 @@ void ff_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse
 void ff_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,
 		  struct fuse_file_info *fi)
 {
+	ff_file_used(ff_file_of(fi));
 	ff_intr_begin(req);
 	do_write_buf(req, ino, in, off, fi);
 	ff_intr_end();

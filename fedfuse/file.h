@@ -18,6 +18,7 @@ struct ff_file {
 	int fd;	      /* kernel descriptor for splicing, or -1 */
 	int flock_fd; /* the description its flock()s are taken on, or -1 (lock.h) */
 	bool wrote;
+	bool flushed; /* FLUSH came (close(2)) and nothing since: RELEASE is on its way */
 	char *text;
 	size_t len;
 };
@@ -33,6 +34,11 @@ static inline int ff_file_usable(struct ff_file *f)
 	return ff_mount_usable(f->mnt) < 0 ? -EIO : 0;
 }
 
+/* The file is used again after a FLUSH (a descriptor dup'd before the close). */
+void ff_file_used(struct ff_file *f);
+/* Were all files open on `inode` closed by their programs (FLUSH, no use since), their
+ * RELEASE on its way or running (a file being released is no longer in s->handles)? */
+bool ff_files_closing(struct ff_state *s, struct ff_inode *inode);
 /* Last close: the backend handle, the inode's open count, a hidden name. */
 void ff_file_release(struct ff_state *s, struct ff_file *f);
 

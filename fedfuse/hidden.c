@@ -5,9 +5,29 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "fedfuse/file.h"
 #include "fedfuse/gateway.h"
 #include "fedfuse/hidden.h"
 #include "fedfuse/log.h"
+
+/* How long an unlink waits for the RELEASE of files already closed (ms). */
+#define RELEASE_WAIT_MS 200
+
+/* Is `victim` open (and not hidden yet)? When every file open on it was closed by its program
+ * (FLUSH came, RELEASE is on its way: see ff_file_used()), wait a little for the RELEASEs. */
+static bool still_open(struct ff_state *s, struct ff_inode *victim)
+{
+	for (int ms = 0;; ms++) {
+		bool open;
+
+		g_mutex_lock(&victim->lock);
+		open = victim->opencount > 0 && !(victim->gone && victim->gone->hidden_name);
+		g_mutex_unlock(&victim->lock);
+		if (!open || ms == RELEASE_WAIT_MS || !ff_files_closing(s, victim))
+			return open;
+		g_usleep(1000);
+	}
+}
 
 /*
  * Before `name` in directory `dir` goes away (unlink, or rename over it): on a backend that
@@ -34,11 +54,8 @@ int ff_hide_if_open(struct ff_request *op, struct ff_inode *dir, struct ff_targe
 	/* A reference, so that the kernel forgetting it meanwhile cannot free it under us. */
 	victim = ff_itab_find_ref(op->s->itab, m, m->index, st.st_dev, st.st_ino);
 	open = false;
-	if (victim && !S_ISDIR(st.st_mode) && st.st_nlink == 1) { /* its last name */
-		g_mutex_lock(&victim->lock);
-		open = victim->opencount > 0 && !(victim->gone && victim->gone->hidden_name);
-		g_mutex_unlock(&victim->lock);
-	}
+	if (victim && !S_ISDIR(st.st_mode) && st.st_nlink == 1) /* its last name */
+		open = still_open(op->s, victim);
 	/* The open inode may know the object by another, removed, name: make it follow this
 	 * one, which the rename below moves to the hidden name. */
 	if (open && victim->bnode != node)
