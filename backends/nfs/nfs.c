@@ -338,7 +338,7 @@ static int mount_probe(struct nfs_loc *loc, const char *path, char **msg)
 		*msg = g_strdup_printf("%s: %s: %s", loc->uri, path, g_strerror(-rc));
 	else
 		loc->root_dev = st.st_dev;
-	nfs_destroy_context(nfs);
+	nfs_context_free(nfs);
 	return rc;
 }
 

@@ -258,6 +258,8 @@ void nfs_conn_unref(struct nfs_conn *conn);
 /* Leave `fh` (opened on `conn`, not closed) to be freed when the context is destroyed: a
  * retired context is never used again, but RPCs it still has pending may point at `fh`. */
 void nfs_conn_orphan(struct nfs_conn *conn, struct nfsfh *fh);
+/* nfs_destroy_context(), and close the socket libnfs 4.0 leaks after a failed reconnection. */
+void nfs_context_free(struct nfs_context *nfs);
 /* Mount a fresh context outside the pool (mount-time probe); NULL with *err on failure. */
 struct nfs_context *nfs_context_new(struct nfs_loc *loc, const struct nfs_ident *id,
 				    gint64 deadline, int *err, char **msg);

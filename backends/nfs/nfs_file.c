@@ -462,8 +462,9 @@ int nfs_release_file(void *l, ff_fh *fhv)
 			nfs_conn_put(h->conn, rc);
 			/* NFSv4 state already gone (lease expired; or the same file opened twice on
 			 * one context, whose one open-owner then shares one stateid): nothing to
-			 * close. */
-			if (rc < 0 && nfs_error_lost_state(h->conn->nfs))
+			 * close. The connection lost: the server forgets the open with the lease. */
+			if (rc < 0 &&
+			    (nfs_error_lost_state(h->conn->nfs) || ff_errno_is_connection(rc)))
 				rc = 0;
 			nfs_conn_opened(h->conn, h->node, false);
 		} else {

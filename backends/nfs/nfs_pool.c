@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <nfsc/libnfs.h>
@@ -216,7 +217,7 @@ out_destroy:
 								   : g_strerror(-rc)));
 	/* Destroying cancels what is pending; mount_cb writes into `w` (a message for the
 	 * cancelled call among others), still alive here, so free its message only after. */
-	nfs_destroy_context(nfs);
+	nfs_context_free(nfs);
 	g_free(w.msg);
 	*err = rc;
 	return NULL;
@@ -230,6 +231,27 @@ void nfs_pool_init(struct nfs_loc *loc)
 	loc->pool.total = 0;
 }
 
+/*
+ * Destroy a context without leaking its socket. libnfs 4.0 keeps the socket of a connection
+ * it reconnects as old_fd until the new one is up (dup2()'d onto that number); when the
+ * reconnection fails, or the context is destroyed before it succeeds, nothing closes old_fd:
+ * a soak with one server restart leaked a socket per context that had been reconnecting.
+ * nfs_get_fd() returns old_fd while it is set: if that descriptor is still the same socket
+ * after the destruction, close it. (Another thread may have been given the number since: then
+ * it is another file, with another inode, and is left alone.)
+ */
+void nfs_context_free(struct nfs_context *nfs)
+{
+	int fd = nfs_get_fd(nfs);
+	struct stat before, after;
+	bool check = fd > 2 && fstat(fd, &before) == 0 && S_ISSOCK(before.st_mode);
+
+	nfs_destroy_context(nfs);
+	if (check && fstat(fd, &after) == 0 && after.st_dev == before.st_dev &&
+	    after.st_ino == before.st_ino)
+		close(fd);
+}
+
 static void conn_free(struct nfs_conn *conn)
 {
 	/* libnfs' sync wrappers leave their wait loop when nfs_service() fails, possibly with RPCs
@@ -238,7 +260,7 @@ static void conn_free(struct nfs_conn *conn)
 	 * nfs_service() fails, so this should not happen; if it seems to, leak the context. (Its
 	 * queue length alone cannot tell: libnfs 4.0 does not uncount RPCs that timed out.) */
 	if (!conn->suspect || nfs_queue_length(conn->nfs) == 0) {
-		nfs_destroy_context(conn->nfs);
+		nfs_context_free(conn->nfs);
 		g_slist_free_full(conn->orphans, (GDestroyNotify)nfs_free_nfsfh);
 	} else {
 		g_warning("%s: leaking a context with %d RPCs pending", conn->loc->uri,
