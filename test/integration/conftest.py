@@ -11,6 +11,7 @@ exactly those kinds run and a missing server or backend module is a failure.
 import errno
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -27,7 +28,10 @@ BACKEND_DIRS = [os.path.join(BUILDDIR, "backends", d, ".libs") for d in ("local"
 STATE = os.environ.get("FEDFUSE_TEST_STATE", "/tmp/fedfuse-servers")
 SERVERS_ENV = os.path.join(STATE, "servers.env")
 
-MOUNT_TIMEOUT = 10.0  # seconds to wait for the mount to appear, and for the daemon to exit
+# A command every daemon of the tests runs under (scripts/check --valgrind: valgrind ...).
+DAEMON_WRAPPER = shlex.split(os.environ.get("FEDFUSE_DAEMON_WRAPPER", ""))
+# seconds to wait for the mount to appear, and for the daemon to exit
+MOUNT_TIMEOUT = float(os.environ.get("FEDFUSE_MOUNT_TIMEOUT", "10"))
 TEST_TIMEOUT = float(os.environ.get("FEDFUSE_TEST_TIMEOUT", "120"))  # per test, then SIGKILL
 
 # ---- backend kinds and what each can do ------------------------------------------------------
@@ -56,6 +60,7 @@ _POSIX = {
     "stat_res_ns": 1,  # granularity of timestamps read through the mount
     "st_blocks": True,  # st_blocks is the server's; False: derived from st_size
     "symlink_times": True,  # times set on a symlink itself (utimensat AT_SYMLINK_NOFOLLOW) stick
+    "case_sensitive": True,  # "A" and "a" name two entries
 }
 CAPS = {
     "file": dict(_POSIX),
@@ -77,6 +82,7 @@ CAPS = {
         time_res_ns=1000,
         stat_res_ns=100,
         st_blocks=False,  # libsmbclient computes st_blocks from the size
+        case_sensitive=False,  # Samba matches names without case by default
     ),
 }
 
@@ -186,7 +192,7 @@ def check_daemon_built():
 def run_daemon(args, timeout=MOUNT_TIMEOUT, **kw):
     """Run the daemon to completion (for options that exit before mounting)."""
     check_daemon_built()
-    return subprocess.run([DAEMON] + args, env=daemon_env(), stdin=subprocess.DEVNULL,
+    return subprocess.run(DAEMON_WRAPPER + [DAEMON] + args, env=daemon_env(), stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=timeout, **kw)
 
 
@@ -247,7 +253,7 @@ class Mount:
 
     def start(self):
         check_daemon_built()
-        args = (self.wrapper + [DAEMON, "-f", "-o", "allow_other,default_permissions"] + self.ns_args
+        args = (self.wrapper + DAEMON_WRAPPER + [DAEMON, "-f", "-o", "allow_other,default_permissions"] + self.ns_args
                 + self.extra_args + [self.mnt])
         with open(self.log, "ab") as logf:
             logf.write(("# " + " ".join(args) + "\n").encode())

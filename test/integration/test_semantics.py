@@ -7,6 +7,7 @@ import errno
 import fcntl
 import mmap
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -628,6 +629,28 @@ def test_large_directory(mounted):
     for i in range(10):
         create(mounted.p("a", "big", f"added-{i}"))
     assert listdir_set(mounted.p("a", "big")) == names | {f"added-{i}" for i in range(10)}
+
+
+def test_100k_entries(mounted):
+    """100,000 entries in one directory (made on the server side): `ls -f` lists each once,
+    `ls -l` shows each with its attributes."""
+    n = 100_000
+    big = mounted.d("a", "huge")
+    os.mkdir(big)
+    try:
+        for i in range(n):
+            os.close(os.open(os.path.join(big, f"entry-{i:06d}"), os.O_CREAT | os.O_WRONLY,
+                             0o644))
+        ls = lambda opt: run(["ls", opt, mounted.p("a", "huge")], text=True,  # noqa: E731
+                             timeout=900).stdout
+        out = ls("-f").split()
+        assert len(out) == n + 2 and len(set(out)) == n + 2  # with . and ..
+        assert set(out) - {".", ".."} == {f"entry-{i:06d}" for i in range(n)}
+        out = ls("-l").splitlines()
+        assert out[0].startswith("total") and len(out) == n + 1
+        assert all(line.startswith("-") and " 0 " in line for line in out[1:])
+    finally:
+        shutil.rmtree(big, ignore_errors=True)
 
 
 def test_statfs(mounted):

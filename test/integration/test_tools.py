@@ -6,9 +6,12 @@ on the backing dir on disk."""
 import calendar
 import errno
 import os
+import re
 import stat
+import subprocess
 import time
 
+import pytest
 
 from conftest import VISIBLE_WITHIN
 from util import (MiB, assert_same_tree, create, expect_errno, listdir_set, make_tree,
@@ -235,6 +238,36 @@ def test_rsync(mounted):
     write_file(os.path.join(src, "sub", "deeper", "deepest", "leaf"), b"changed\n")
     run(["rsync", a, src + "/", dst + "/"])
     assert read_file(mounted.d("a", "r", "sub", "deeper", "deepest", "leaf")) == b"changed\n"
+
+
+def test_rsync_kernel_headers(mounted):
+    """`rsync -a /usr/include/linux/` (whose netfilter folder has names that differ only in
+    case: xt_CONNMARK.h and xt_connmark.h...) and then `diff -r`: nothing is missing or
+    different, except, where the location matches names without case (SMB), the names rsync
+    said it could not create; a second rsync converges on the same."""
+    src = "/usr/include/linux"
+    if not os.path.isdir(os.path.join(src, "netfilter")):
+        pytest.skip("no kernel headers in /usr/include/linux (linux-libc-dev)")
+    dst = mounted.p("a", "inc")
+    a = "-a" if mounted.capabilities["chmod"] is True else "-rlt"
+    refused = set()
+    for attempt in range(2):
+        p = subprocess.run(["rsync", a, src + "/", dst + "/"], capture_output=True, text=True,
+                           timeout=600)
+        assert p.returncode in (0, 23), p.stderr  # 23: some files could not be made
+        # rsync: [receiver] rename "/…/netfilter/.xt_connmark.h.Xyz" -> "netfilter/xt_connmark.h":
+        # File exists (17)
+        names = {os.path.basename(re.findall(r'"([^"]+)"', line)[-1])
+                 for line in p.stderr.splitlines() if "File exists (17)" in line}
+        assert (p.returncode == 23) == bool(names), p.stderr
+        refused |= names
+    d = subprocess.run(["diff", "-r", src, dst], capture_output=True, text=True, timeout=600)
+    missing = set(re.findall(r"^Only in " + re.escape(src) + r"[^:]*: (.*)$", d.stdout, re.M))
+    others = [line for line in d.stdout.splitlines() if not line.startswith("Only in " + src)]
+    assert not others, "diff -r found differences:\n" + "\n".join(others[:20])
+    assert missing == refused, f"missing: {sorted(missing)}; refused by rsync: {sorted(refused)}"
+    if not mounted.supports("case_sensitive"):
+        assert missing, "expected names that differ only in case to be refused"
 
 
 def test_git(mounted, git_env):
