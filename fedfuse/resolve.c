@@ -512,8 +512,10 @@ int ff_resolve_getattr(const struct ff_ctx *c, struct ff_inode *inode, ff_fh *fh
 		rc = 0;
 	else
 		rc = ff_gw_getattr(t.mnt, c->cred, t.bnode, fh, st);
-	st->st_ino = inode->ino;
-	ff_resolve_fix_attr(inode, st);
+	if (rc == 0) { /* else `st` holds nothing */
+		st->st_ino = inode->ino;
+		ff_resolve_fix_attr(inode, st);
+	}
 	*timeout = ff_mount_cache_timeout(t.mnt);
 	ff_target_put(c->s, &t);
 	return rc;

@@ -12,6 +12,8 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -138,6 +140,12 @@ int main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	if (geteuid() != 0) {
 		g_test_skip("needs root: reopening by file handle takes CAP_DAC_READ_SEARCH");
+		return g_test_run();
+	}
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0 && getenv("LD_PRELOAD") &&
+	    strstr(getenv("LD_PRELOAD"), "vgpreload")) {
+		/* valgrind keeps descriptors of its own above the limit it lets a program set */
+		g_test_skip("valgrind does not let the test lower RLIMIT_NOFILE");
 		return g_test_run();
 	}
 	g_assert_cmpint(setrlimit(RLIMIT_NOFILE, &rl), ==, 0);
