@@ -158,14 +158,22 @@ SMBCFILE *smb_open_raw(SMBCCTX *ctx, const char *url, int flags, mode_t mode, bo
  */
 int smb_classify(struct smb_loc *loc, struct smb_conn *conn, int rc, gint64 t0)
 {
+	gint64 took = g_get_monotonic_time() - t0;
 	struct stat st;
 
 	if (rc >= 0 || rc == -ETIMEDOUT)
 		return rc;
-	if (g_get_monotonic_time() - t0 >= (gint64)loc->timeout_ms * 900)
+	if (took >= (gint64)loc->timeout_ms * 900)
 		return -ETIMEDOUT;
-	if (rc == -ENOENT && loc->dfs && smb_stat_raw(conn->ctx, loc->url, &st) != 0)
-		return -ECONNRESET;
+	if (rc == -ENOENT && loc->dfs) {
+		/* A name a server does not have is answered at once: one that took half the
+		 * timeout is a server that stopped answering, and asking the root on the same
+		 * connection would only wait out another timeout. */
+		if (took >= (gint64)loc->timeout_ms * 500)
+			return -ETIMEDOUT;
+		if (smb_stat_raw(conn->ctx, loc->url, &st) != 0)
+			return -ECONNRESET;
+	}
 	return rc;
 }
 

@@ -282,6 +282,8 @@ void smb_pool_destroy(struct smb_pool *pool);
  * that files opened one after another can later be read in parallel. Waits at most the
  * location's timeout for a context to become free. */
 int smb_pool_get(struct smb_pool *pool, bool for_open, struct smb_conn **conn);
+/* The same, but only a context whose connection is up already: -EIO when there is none. */
+int smb_pool_get_live(struct smb_pool *pool, struct smb_conn **conn);
 /* Check out the context a handle belongs to: -EIO when its connection was lost. Waits at most
  * the timeout for it, or, when patient (release must not leave a file open), until it is free:
  * whoever holds it gives it back within its own timeout. */

@@ -114,7 +114,9 @@ static int smb_fh_reopen(struct smb_loc *loc, struct smb_file *fh)
 
 /* fh's context died (the server restarted, the connection broke): bind the handle to a live
  * context, its file to be opened again by path when next needed, as NFS clients carry on with
- * a file handle. Returns with the new context checked out, as smb_pool_get_conn() does. */
+ * a file handle. Returns with the new context checked out, as smb_pool_get_conn() does. Only a
+ * context that is connected already will do (-EIO while there is none): a handle does not wait
+ * out a logon to a server that may still be down; the prober's next success makes one. */
 static int smb_fh_rebind(struct smb_loc *loc, struct smb_file *fh)
 {
 	struct smb_conn *conn;
@@ -126,7 +128,7 @@ static int smb_fh_rebind(struct smb_loc *loc, struct smb_file *fh)
 		fh->file = NULL;
 		fh->rebound = true;
 	}
-	rc = smb_pool_get(&loc->pool, true, &conn);
+	rc = smb_pool_get_live(&loc->pool, &conn);
 	if (rc)
 		return rc;
 	fh->conn = conn;

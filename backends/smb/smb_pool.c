@@ -499,7 +499,7 @@ static void smb_auth_failed(struct smb_pool *pool)
 			  loc->user, (int)(SMB_AUTH_HOLDOFF_US / G_USEC_PER_SEC));
 }
 
-int smb_pool_get(struct smb_pool *pool, bool for_open, struct smb_conn **out)
+static int pool_get(struct smb_pool *pool, bool for_open, bool may_create, struct smb_conn **out)
 {
 	gint64 deadline = g_get_monotonic_time() + (gint64)pool->loc->timeout_ms * 1000;
 	struct smb_conn *conn = NULL;
@@ -509,6 +509,12 @@ int smb_pool_get(struct smb_pool *pool, bool for_open, struct smb_conn **out)
 	for (;;) {
 		struct smb_conn *best = NULL;
 		bool can_create = pool->live->len + pool->creating < pool->max;
+
+		if (!may_create && pool->live->len == 0) {
+			g_mutex_unlock(&pool->lock);
+			return -EIO;
+		}
+		can_create = can_create && may_create;
 
 		for (guint i = 0; i < pool->live->len; i++) {
 			struct smb_conn *c = pool->live->pdata[i];
@@ -558,6 +564,16 @@ int smb_pool_get(struct smb_pool *pool, bool for_open, struct smb_conn **out)
 	g_mutex_unlock(&pool->lock);
 	*out = conn;
 	return rc;
+}
+
+int smb_pool_get(struct smb_pool *pool, bool for_open, struct smb_conn **out)
+{
+	return pool_get(pool, for_open, true, out);
+}
+
+int smb_pool_get_live(struct smb_pool *pool, struct smb_conn **out)
+{
+	return pool_get(pool, true, false, out);
 }
 
 int smb_pool_get_conn(struct smb_pool *pool, struct smb_conn *conn, bool patient)
