@@ -106,7 +106,8 @@ static int pipe_run(struct nfs_conn *conn, const struct nfs_wtarget *t, struct n
 			return p->err;
 		rc = nfs_event_step(conn->nfs, deadline);
 		if (rc) {
-			p->abandoned = true;
+			/* the failure may have run every callback already: then nothing frees p */
+			p->abandoned = p->inflight > 0;
 			return rc;
 		}
 	}
