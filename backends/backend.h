@@ -41,7 +41,7 @@
 #include <fcntl.h>
 
 #define FF_BACKEND_ABI_MAJOR 4 /* incompatible changes bump this; the core refuses others */
-#define FF_BACKEND_ABI_MINOR 1 /* compatible additions (new ops at the end) bump this */
+#define FF_BACKEND_ABI_MINOR 2 /* compatible additions (new ops at the end) bump this */
 #define FF_BACKEND_SYMBOL "fedfuse_backend"
 
 /* An object (file, directory, symlink, ...) inside a location, as the backend represents it.
@@ -164,6 +164,13 @@ struct ff_host {
 	 * then gets EINTR at once and the worker is free. Cheap enough to ask at every wake of a
 	 * wait loop; a backend that asks wakes every 100 ms at least. */
 	bool (*interrupted)(void);
+	/* For a backend whose library waits in a loop of its own, which nothing but a dead
+	 * connection ends (libsmbclient): while set, fn(arg) runs once, on another thread, when
+	 * the caller of the operation this thread runs is interrupted (at once, if it was
+	 * already). fn must be quick and must not block (shutdown(2) of the connection's socket).
+	 * One per thread; set it again with fn NULL to clear it: once that returns, fn is not
+	 * running and will not run. Outside an operation of a caller it does nothing. */
+	void (*interrupt_hook)(void (*fn)(void *arg), void *arg);
 };
 
 struct ff_backend_ops {

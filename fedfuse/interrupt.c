@@ -19,6 +19,8 @@ struct slot {
 	fuse_req_t req; /* the request the thread serves, or NULL */
 	gint interrupted;
 	int depth;
+	void (*hook)(void *arg); /* ff_intr_hook(); slot lock */
+	void *hook_arg;
 };
 
 static GMutex pool_lock;
@@ -60,8 +62,12 @@ static void on_interrupt(fuse_req_t req, void *data)
 	struct slot *s = data;
 
 	g_mutex_lock(&s->lock);
-	if (s->req == req)
+	if (s->req == req) {
 		g_atomic_int_set(&s->interrupted, 1);
+		if (s->hook)
+			s->hook(s->hook_arg);
+		s->hook = NULL;
+	}
 	g_mutex_unlock(&s->lock);
 }
 
@@ -73,6 +79,7 @@ void ff_intr_begin(fuse_req_t req)
 		return;
 	g_mutex_lock(&s->lock);
 	s->req = req;
+	s->hook = NULL;
 	g_atomic_int_set(&s->interrupted, 0);
 	g_mutex_unlock(&s->lock);
 	fuse_req_interrupt_func(req, on_interrupt, s);
@@ -86,7 +93,24 @@ void ff_intr_end(void)
 		return;
 	g_mutex_lock(&s->lock);
 	s->req = NULL;
+	s->hook = NULL;
 	g_atomic_int_set(&s->interrupted, 0);
+	g_mutex_unlock(&s->lock);
+}
+
+void ff_intr_hook(void (*fn)(void *arg), void *arg)
+{
+	struct slot *s = g_private_get(&thread_slot);
+
+	if (!s || s->depth == 0)
+		return;
+	g_mutex_lock(&s->lock);
+	if (fn && g_atomic_int_get(&s->interrupted)) {
+		fn(arg);
+		fn = NULL;
+	}
+	s->hook = fn;
+	s->hook_arg = arg;
 	g_mutex_unlock(&s->lock);
 }
 

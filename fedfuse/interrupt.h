@@ -22,5 +22,8 @@ void ff_intr_end(void);
  * here has ended (unmounted, or the daemon is stopping). Lock-free when neither. */
 bool ff_intr_requested(void);
 void ff_intr_watch_session(struct fuse_session *se);
+/* struct ff_host's interrupt_hook(): fn(arg) runs when the request the calling thread serves
+ * is interrupted; fn NULL clears it. */
+void ff_intr_hook(void (*fn)(void *arg), void *arg);
 
 #endif /* FEDFUSE_INTERRUPT_H */

@@ -14,7 +14,10 @@
 #include "fedfuse/plugins.h"
 
 /* The core's services to backends (backend.h). */
-static const struct ff_host host = { .interrupted = ff_intr_requested };
+static const struct ff_host host = {
+	.interrupted = ff_intr_requested,
+	.interrupt_hook = ff_intr_hook,
+};
 
 static GMutex plugins_lock;
 static GHashTable *plugins; /* scheme -> const struct ff_backend * */

@@ -222,9 +222,9 @@ int nfs_do_lstat(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
 		g_free(full);
 		return rc;
 	}
-	rc = nfs_lstat64(nfs, path, &s);
+	rc = nfs_sync_lstat64(nfs, path, &s);
 	if (rc < 0)
-		return nfs_map_error(nfs, rc);
+		return rc;
 	nfs_stat_from_libnfs(&s, st);
 	return 0;
 }
@@ -397,8 +397,7 @@ static int nfs_statfs_loc(void *l, const struct ff_cred *cred, ff_node *node, st
 	rc = nfs_op_begin_at(&op, loc, cred, node, NULL, &path);
 	if (rc)
 		return rc;
-	rc = nfs_statvfs(op.nfs, path, st);
-	rc = nfs_op_end(&op, rc < 0 ? nfs_map_error(op.nfs, rc) : 0);
+	rc = nfs_op_end(&op, nfs_sync_statvfs(op.nfs, path, st));
 	if (rc == 0) {
 		if (st->f_namemax == 0 || st->f_namemax > NAME_MAX)
 			st->f_namemax = NAME_MAX;

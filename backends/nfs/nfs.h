@@ -24,7 +24,18 @@
 
 struct nfs_context;
 struct nfsfh;
+struct nfsdir;
 struct nfs_stat_64;
+struct rpc_context;
+struct statvfs;
+struct timeval;
+
+/* Exported by libnfs 4.0 but missing from its headers: sets what nfs_get_error() returns; frees
+ * a struct nfsfh without I/O (what nfs_close() ends with); sets how often a dropped connection
+ * is reopened (see nfs_pool.c). */
+void rpc_set_error(struct rpc_context *rpc, const char *error_string, ...);
+void nfs_free_nfsfh(struct nfsfh *nfsfh);
+void rpc_set_autoreconnect(struct rpc_context *rpc, int num_retries);
 
 #define NFS_DEFAULT_VERSION 3
 #define NFS_CONNS_PER_CRED 4  /* contexts one credential may hold at once */
@@ -277,6 +288,38 @@ int nfs_event_step(struct nfs_context *nfs, gint64 deadline);
 /* The module's attach(): nfs_event_loop() asks the core whether its caller was interrupted (it
  * then returns -EINTR, and the caller abandons its call as after a timeout). */
 void nfs_attach(const struct ff_host *host);
+
+/* ---- nfs_sync.c -------------------------------------------------------------------------- */
+
+/* libnfs' calls of the same names, waited for on nfs_event_step() so that an interrupted
+ * caller leaves at once (-EINTR) and the whole call ends a second after the context's timeout
+ * (-ETIMEDOUT). 0 (pread: the bytes read) or -errno, mapped already (nfs_map_error()). A reply
+ * that comes after its caller left is dropped; what it made is freed. */
+int nfs_sync_lstat64(struct nfs_context *nfs, const char *path, struct nfs_stat_64 *st);
+int nfs_sync_fstat64(struct nfs_context *nfs, struct nfsfh *fh, struct nfs_stat_64 *st);
+int nfs_sync_statvfs(struct nfs_context *nfs, const char *path, struct statvfs *st);
+int nfs_sync_open(struct nfs_context *nfs, const char *path, int flags, struct nfsfh **fh);
+int nfs_sync_create(struct nfs_context *nfs, const char *path, int flags, int mode,
+		    struct nfsfh **fh);
+ssize_t nfs_sync_pread(struct nfs_context *nfs, struct nfsfh *fh, uint64_t off, size_t count,
+		       void *buf);
+/* The whole listing (libnfs reads it all); nfs_readdir() and nfs_closedir() as usual. */
+int nfs_sync_opendir(struct nfs_context *nfs, const char *path, struct nfsdir **dir);
+/* *target: g_free() it. */
+int nfs_sync_readlink(struct nfs_context *nfs, const char *path, char **target);
+int nfs_sync_mkdir(struct nfs_context *nfs, const char *path, int mode);
+int nfs_sync_mknod(struct nfs_context *nfs, const char *path, int mode, int dev);
+int nfs_sync_symlink(struct nfs_context *nfs, const char *target, const char *path);
+int nfs_sync_link(struct nfs_context *nfs, const char *oldpath, const char *newpath);
+/* rmdir when `dir`, else unlink */
+int nfs_sync_remove(struct nfs_context *nfs, const char *path, bool dir);
+int nfs_sync_rename(struct nfs_context *nfs, const char *oldpath, const char *newpath);
+int nfs_sync_lchmod(struct nfs_context *nfs, const char *path, int mode);
+/* -1: leave as it is */
+int nfs_sync_lchown(struct nfs_context *nfs, const char *path, int uid, int gid);
+int nfs_sync_truncate(struct nfs_context *nfs, const char *path, uint64_t length);
+/* NULL: both times to the server's clock */
+int nfs_sync_lutimes(struct nfs_context *nfs, const char *path, struct timeval *times);
 
 /* ---- nfs_write.c ------------------------------------------------------------------------- */
 

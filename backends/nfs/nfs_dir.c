@@ -85,11 +85,9 @@ static int list_dir(struct nfs_loc *loc, const struct ff_cred *cred, ff_node *no
 		g_free(full);
 		goto out_end;
 	}
-	rc = nfs_opendir(op.nfs, path, &dir);
-	if (rc < 0) {
-		rc = nfs_map_error(op.nfs, rc);
+	rc = nfs_sync_opendir(op.nfs, path, &dir);
+	if (rc < 0)
 		goto out_end;
-	}
 	for (struct nfsdirent *e; (e = nfs_readdir(op.nfs, dir)) != NULL;) {
 		struct stat st;
 

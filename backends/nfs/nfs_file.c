@@ -96,8 +96,7 @@ static int handle_begin(struct nfs_loc *loc, struct nfs_handle *h, gint64 deadli
 			rc = nfs4_file_open(conn, full, h->flags, false, 0, &h->f4, NULL);
 			g_free(full);
 		} else {
-			rc = nfs_open(conn->nfs, path, open_flags(h->flags), &h->fh);
-			rc = rc < 0 ? nfs_map_error(conn->nfs, rc) : 0;
+			rc = nfs_sync_open(conn->nfs, path, open_flags(h->flags), &h->fh);
 		}
 		if (rc == 0) {
 			nfs_conn_ref(conn);
@@ -171,9 +170,10 @@ int nfs_open_file(void *l, const struct ff_cred *cred, ff_node *node, int flags,
 			rc = nfs4_file_open(op.conn, full, flags, false, 0, &f4, NULL);
 			g_free(full);
 		} else {
-			rc = nfs_open(op.nfs, path, open_flags(flags) | (flags & O_TRUNC), &fh);
-			rc = rc < 0 ? nfs_map_error(op.nfs, rc)
-				    : open_truncate(&op, path, flags, fh);
+			rc = nfs_sync_open(op.nfs, path, open_flags(flags) | (flags & O_TRUNC),
+					   &fh);
+			if (rc == 0)
+				rc = open_truncate(&op, path, flags, fh);
 		}
 		if (rc == 0) {
 			*fhp = (ff_fh *)handle_new(loc, op.conn, fh, f4, node, cred, flags);
@@ -204,8 +204,7 @@ int nfs_handle_getattr(struct nfs_loc *loc, struct nfs_handle *h, struct stat *s
 	if (h->f4) {
 		rc = nfs4_file_getattr(h->conn, h->f4, st);
 	} else {
-		rc = nfs_fstat64(h->conn->nfs, h->fh, &s);
-		rc = rc < 0 ? nfs_map_error(h->conn->nfs, rc) : 0;
+		rc = nfs_sync_fstat64(h->conn->nfs, h->fh, &s);
 		if (rc == 0)
 			nfs_stat_from_libnfs(&s, st);
 	}
@@ -258,27 +257,14 @@ int nfs_create_file(void *l, const struct ff_cred *cred, ff_node *parent, const 
 		}
 		goto out_made;
 	}
-	rc = nfs_create(op.nfs, path, open_flags(flags) | O_CREAT | O_EXCL, mode & 07777, &fh);
-	if (rc < 0 && nfs_error_lost_state(op.nfs)) { /* see nfs_open_file() */
-		nfs_op_end(&op, nfs_map_error(op.nfs, rc));
-		rc = nfs_op_begin_avoid(&op, loc, cred, pn);
-		if (rc)
-			goto out_free;
-		rc = nfs_create(op.nfs, path, open_flags(flags) | O_CREAT | O_EXCL, mode & 07777,
-				&fh);
-	}
+	rc = nfs_sync_create(op.nfs, path, open_flags(flags) | O_CREAT | O_EXCL, mode & 07777, &fh);
 	if (rc == -EEXIST && !(flags & O_EXCL)) {
-		rc = nfs_open(op.nfs, path, open_flags(flags) | (flags & O_TRUNC), &fh);
-		if (rc == 0) {
+		rc = nfs_sync_open(op.nfs, path, open_flags(flags) | (flags & O_TRUNC), &fh);
+		if (rc == 0)
 			rc = open_truncate(&op, path, flags, fh);
-			if (rc) {
-				nfs_op_end(&op, rc);
-				goto out_free;
-			}
-		}
 	}
 	if (rc < 0) {
-		rc = nfs_op_end(&op, nfs_map_error(op.nfs, rc));
+		nfs_op_end(&op, rc);
 		goto out_free;
 	}
 	rc = nfs_do_lstat(loc, op.nfs, path, st);
@@ -320,9 +306,8 @@ ssize_t nfs_read_file(void *l, ff_fh *fhv, void *buf, size_t size, off_t off)
 				n = nfs4_file_read(h->conn, h->f4, (uint64_t)off + done, chunk,
 						   (char *)buf + done);
 			} else {
-				n = nfs_pread(h->conn->nfs, h->fh, (uint64_t)off + done, chunk,
-					      (char *)buf + done);
-				n = n < 0 ? nfs_map_error(h->conn->nfs, (int)n) : n;
+				n = nfs_sync_pread(h->conn->nfs, h->fh, (uint64_t)off + done, chunk,
+						   (char *)buf + done);
 			}
 			if (n < 0) {
 				rc = n;
@@ -360,9 +345,9 @@ static ssize_t write_locked(struct nfs_loc *loc, struct nfs_handle *h, const voi
 	if (h->append) {
 		struct nfs_stat_64 s;
 
-		rc = nfs_fstat64(nfs, h->fh, &s);
+		rc = nfs_sync_fstat64(nfs, h->fh, &s);
 		if (rc < 0)
-			return nfs_map_error(nfs, rc);
+			return rc;
 		off = (off_t)s.nfs_size;
 	}
 	return nfs3_file_write(h->conn, h->fh, (uint64_t)off, size, buf,

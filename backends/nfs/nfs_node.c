@@ -128,12 +128,12 @@ static int setattr_v3(struct nfs_op *op, const char *path, const struct stat *at
 	int rc = 0;
 
 	if (to_set & FF_SET_MODE)
-		rc = nfs_lchmod(nfs, path, (int)(attr->st_mode & 07777));
+		rc = nfs_sync_lchmod(nfs, path, (int)(attr->st_mode & 07777));
 	if (rc == 0 && (to_set & (FF_SET_UID | FF_SET_GID)))
-		rc = nfs_lchown(nfs, path, (to_set & FF_SET_UID) ? (int)attr->st_uid : -1,
-				(to_set & FF_SET_GID) ? (int)attr->st_gid : -1);
+		rc = nfs_sync_lchown(nfs, path, (to_set & FF_SET_UID) ? (int)attr->st_uid : -1,
+				     (to_set & FF_SET_GID) ? (int)attr->st_gid : -1);
 	if (rc == 0 && (to_set & FF_SET_SIZE))
-		rc = nfs_truncate(nfs, path, (uint64_t)attr->st_size);
+		rc = nfs_sync_truncate(nfs, path, (uint64_t)attr->st_size);
 	if (rc == 0 &&
 	    (to_set & (FF_SET_ATIME | FF_SET_MTIME | FF_SET_ATIME_NOW | FF_SET_MTIME_NOW))) {
 		bool a = to_set & (FF_SET_ATIME | FF_SET_ATIME_NOW),
@@ -142,7 +142,7 @@ static int setattr_v3(struct nfs_op *op, const char *path, const struct stat *at
 		struct stat cur;
 
 		if ((to_set & FF_SET_ATIME_NOW) && (to_set & FF_SET_MTIME_NOW)) {
-			rc = nfs_lutimes(nfs, path, NULL); /* the server's clock */
+			rc = nfs_sync_lutimes(nfs, path, NULL); /* the server's clock */
 		} else {
 			/* libnfs sets both times, in microseconds: keep the one not asked for. */
 			if (!a || !m) {
@@ -168,10 +168,10 @@ static int setattr_v3(struct nfs_op *op, const char *path, const struct stat *at
 					tv[i].tv_usec = v.tv_nsec / 1000;
 				}
 			}
-			rc = nfs_lutimes(nfs, path, tv);
+			rc = nfs_sync_lutimes(nfs, path, tv);
 		}
 	}
-	return rc < 0 ? nfs_map_error(nfs, rc) : 0;
+	return rc;
 }
 
 int nfs_setattr_path(struct nfs_op *op, const char *path, const struct stat *attr,
@@ -233,8 +233,7 @@ ssize_t nfs_readlink_node(void *l, const struct ff_cred *cred, ff_node *node, ch
 		nfs_op_end(&op, rc < 0 ? (int)rc : 0);
 		goto out_free;
 	}
-	rc = nfs_readlink2(op.nfs, path, &target);
-	rc = rc < 0 ? nfs_map_error(op.nfs, (int)rc) : 0;
+	rc = nfs_sync_readlink(op.nfs, path, &target);
 	nfs_op_end(&op, (int)rc);
 	if (rc == 0) {
 		size_t len = strlen(target);
@@ -246,7 +245,7 @@ ssize_t nfs_readlink_node(void *l, const struct ff_cred *cred, ff_node *node, ch
 			rc = (ssize_t)len;
 		}
 	}
-	free(target);
+	g_free(target);
 out_free:
 	g_free(path);
 	return rc;
@@ -321,11 +320,11 @@ int nfs_mknod_node(void *l, const struct ff_cred *cred, ff_node *parent, const c
 			*node = nfs_child_node(loc, parent, name);
 		goto out_end;
 	} else if (S_ISREG(mode)) {
-		rc = nfs_create(op.nfs, path, O_CREAT | O_EXCL | O_WRONLY, mode & 07777, &fh);
+		rc = nfs_sync_create(op.nfs, path, O_CREAT | O_EXCL | O_WRONLY, mode & 07777, &fh);
 		if (rc == 0)
 			nfs_close(op.nfs, fh);
 	} else {
-		rc = nfs_mknod(op.nfs, path, (int)mode, (int)rdev);
+		rc = nfs_sync_mknod(op.nfs, path, (int)mode, (int)rdev);
 		if (rc == 0 && (mode & 07000)) {
 			/* libnfs 4.0 sends the permission bits only: set the others after */
 			struct stat attr = { .st_mode = mode & 07777 };
@@ -336,7 +335,8 @@ int nfs_mknod_node(void *l, const struct ff_cred *cred, ff_node *parent, const c
 				goto out_end;
 		}
 	}
-	rc = rc < 0 ? nfs_map_error(op.nfs, rc) : created(&op, parent, name, path, node, st);
+	if (rc == 0)
+		rc = created(&op, parent, name, path, node, st);
 out_end:
 	nfs_op_end(&op, rc);
 	g_free(path);
@@ -358,9 +358,9 @@ int nfs_mkdir_node(void *l, const struct ff_cred *cred, ff_node *parent, const c
 		rc = create_v4(&op, parent, name, path, S_IFDIR | (mode & 07777), 0, NULL, node,
 			       st);
 	} else {
-		rc = nfs_mkdir2(op.nfs, path, (int)(mode & 07777));
-		rc = rc < 0 ? nfs_map_error(op.nfs, rc)
-			    : created(&op, parent, name, path, node, st);
+		rc = nfs_sync_mkdir(op.nfs, path, (int)(mode & 07777));
+		if (rc == 0)
+			rc = created(&op, parent, name, path, node, st);
 	}
 	nfs_op_end(&op, rc);
 	g_free(path);
@@ -381,10 +381,10 @@ int nfs_symlink_node(void *l, const struct ff_cred *cred, const char *target, ff
 	if (loc->version == 4) {
 		rc = create_v4(&op, parent, name, path, S_IFLNK | 0777, 0, target, node, st);
 	} else {
-		rc = nfs_symlink(op.nfs, target, path);
-		if (rc < 0)
-			rc = call_too_big(op.nfs) ? -ENAMETOOLONG : nfs_map_error(op.nfs, rc);
-		else
+		rc = nfs_sync_symlink(op.nfs, target, path);
+		if (rc < 0 && call_too_big(op.nfs))
+			rc = -ENAMETOOLONG;
+		else if (rc == 0)
 			rc = created(&op, parent, name, path, node, st);
 	}
 	nfs_op_end(&op, rc);
@@ -428,8 +428,9 @@ int nfs_link_node(void *l, const struct ff_cred *cred, ff_node *node, ff_node *n
 		if (rc == 0)
 			rc = nfs_do_lstat(loc, op.nfs, newpath, st);
 	} else if (rc == 0) {
-		rc = nfs_link(op.nfs, oldpath, newpath);
-		rc = rc < 0 ? nfs_map_error(op.nfs, rc) : nfs_do_lstat(loc, op.nfs, newpath, st);
+		rc = nfs_sync_link(op.nfs, oldpath, newpath);
+		if (rc == 0)
+			rc = nfs_do_lstat(loc, op.nfs, newpath, st);
 	}
 	nfs_op_end(&op, rc);
 out_free:
@@ -454,8 +455,7 @@ static int remove_entry(struct nfs_loc *loc, const struct ff_cred *cred, ff_node
 		rc = nfs_op_end(&op, nfs4_remove(loc, op.nfs, full, dir));
 		g_free(full);
 	} else {
-		rc = dir ? nfs_rmdir(op.nfs, path) : nfs_unlink(op.nfs, path);
-		rc = nfs_op_end(&op, rc < 0 ? nfs_map_error(op.nfs, rc) : 0);
+		rc = nfs_op_end(&op, nfs_sync_remove(op.nfs, path, dir));
 	}
 	if (rc == 0)
 		ff_pathtree_unlink(loc->tree, nfs_pnode(parent), name);
@@ -502,8 +502,7 @@ int nfs_rename_node(void *l, const struct ff_cred *cred, ff_node *parent, const 
 		g_free(from);
 		g_free(to);
 	} else {
-		rc = nfs_rename(op.nfs, oldpath, newpath);
-		rc = rc < 0 ? nfs_map_error(op.nfs, rc) : 0;
+		rc = nfs_sync_rename(op.nfs, oldpath, newpath);
 	}
 	rc = nfs_op_end(&op, rc);
 	if (rc == 0)

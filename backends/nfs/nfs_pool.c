@@ -19,16 +19,13 @@
 
 #include "backends/nfs/nfs.h"
 
-/* Exported by libnfs 4.0 but missing from its headers. nfs_mount() of NFSv4 leaves the RPC
+/* rpc_set_autoreconnect() (nfs.h): nfs_mount() of NFSv4 leaves the RPC
  * context with reconnection turned off (rpc_connect_async() clears it and only the NFSv3 mount
  * path sets it again); without it a context whose connection drops fails its calls with the
  * callbacks of pending RPCs still registered. With the default (-1, forever) a call on a killed
  * server spins reconnecting until its timeout; a few attempts let it fail at once instead
  * (ECONNRESET), while a connection the server closed for idleness is still reopened quietly. */
 #define NFS_RECONNECT_TRIES 2
-void rpc_set_autoreconnect(struct rpc_context *rpc, int num_retries);
-/* Also exported but not declared: frees a struct nfsfh (no I/O); what nfs_close() ends with. */
-void nfs_free_nfsfh(struct nfsfh *nfsfh);
 
 struct nfs_credset {
 	struct nfs_ident id;
@@ -455,8 +452,12 @@ void nfs_conn_put(struct nfs_conn *conn, int err)
 	struct nfs_pool *pool = &conn->loc->pool;
 	bool broken, free_it = false;
 
+	/* An interrupted NFSv3 call left a libnfs call pending that may still touch the caller's
+	 * open file (a READ's reply updates the nfsfh's read-ahead state): the context goes, and
+	 * runs those calls' callbacks, before any nfsfh of it is freed (nfs_conn_orphan()). */
 	broken = nfs_get_fd(conn->nfs) < 0 ||
-		 (err < 0 && (ff_errno_is_connection(err) || nfs_error_lost_state(conn->nfs)));
+		 (err < 0 && (ff_errno_is_connection(err) || nfs_error_lost_state(conn->nfs))) ||
+		 (err == -EINTR && conn->loc->version == 3);
 	if (err < 0 && nfs_get_error(conn->nfs) &&
 	    strstr(nfs_get_error(conn->nfs), "nfs_service failed"))
 		conn->suspect = true;

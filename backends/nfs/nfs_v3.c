@@ -172,9 +172,9 @@ static int root_fh(struct nfs_context *nfs, GByteArray *out)
 	struct nfsfh *root;
 	int rc;
 
-	rc = nfs_open(nfs, "/", O_RDONLY, &root);
+	rc = nfs_sync_open(nfs, "/", O_RDONLY, &root);
 	if (rc < 0)
-		return nfs_map_error(nfs, rc);
+		return rc;
 	fh = (struct libnfs_fh *)nfs_get_fh(root);
 	if (fh && fh->len > 0 && fh->len <= NFS3_FHSIZE)
 		g_byte_array_append(out, (guint8 *)fh->val, (guint)fh->len);

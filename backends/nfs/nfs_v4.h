@@ -13,9 +13,6 @@
 
 #include "backends/nfs/nfs.h"
 
-/* Exported by libnfs 4.0 but missing from its headers: sets what nfs_get_error() returns. */
-void rpc_set_error(struct rpc_context *rpc, const char *error_string, ...);
-
 /* What one COMPOUND may spend on LOOKUPs of its path (bytes and operations), and what the
  * COMPOUNDs that walk a longer path in pieces may: all within libnfs 4.0's 4096-byte encoding
  * buffer, with room for the credential, filehandles and the operation itself. */

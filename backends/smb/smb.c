@@ -161,6 +161,8 @@ int smb_classify(struct smb_loc *loc, struct smb_conn *conn, int rc, gint64 t0)
 	gint64 took = g_get_monotonic_time() - t0;
 	struct stat st;
 
+	if (rc < 0 && g_atomic_int_get(&conn->interrupted))
+		return -EINTR; /* the caller's Ctrl-C ended it (smb_sock.c) */
 	if (rc >= 0 || rc == -ETIMEDOUT)
 		return rc;
 	if (took >= (gint64)loc->timeout_ms * 900)
@@ -537,6 +539,7 @@ static const struct ff_backend_ops smb_ops = {
 	.getxattr = smb_getxattr,
 	.listxattr = smb_listxattr,
 	.removexattr = smb_removexattr,
+	.attach = smb_attach,
 };
 
 extern const struct ff_backend fedfuse_backend;

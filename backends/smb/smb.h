@@ -37,6 +37,8 @@ struct smb_conn {
 	bool busy;	     /* checked out; pool lock */
 	bool broken;	     /* its connection is gone: not handed out again; pool lock */
 	unsigned int nfiles; /* open files on it; pool lock */
+	GArray *socks;	     /* its sockets (smb_sock.c); set before it is first checked out */
+	gint interrupted;    /* its sockets were shut down: retire it */
 };
 
 /*
@@ -272,6 +274,23 @@ int smb_setxattr(void *loc, const struct ff_cred *cred, ff_node *node, const cha
 		 const void *value, size_t size, int flags);
 /* As smb_setxattr(). */
 int smb_removexattr(void *loc, const struct ff_cred *cred, ff_node *node, const char *name);
+
+/* ---- smb_sock.c ------------------------------------------------------------------------------ */
+
+struct sockaddr_storage;
+struct smb_connecting;
+
+/* The module's attach(): the core's interrupt hook (struct ff_host). */
+void smb_attach(const struct ff_host *host);
+/* Around the making of a context's connection to `peer` (the server's address, as
+ * smb_probe() reached it): connections to one address are made one at a time, and
+ * smb_sock_connect_end() gives `conn` (NULL: it failed) the sockets to `peer` that appeared. */
+struct smb_connecting *smb_sock_connect_begin(const struct sockaddr_storage *peer);
+void smb_sock_connect_end(struct smb_connecting *c, struct smb_conn *conn);
+/* While `conn` is checked out by a caller's operation: an interrupt shuts its sockets down and
+ * sets conn->interrupted (its call fails; smb_classify() makes that EINTR). */
+void smb_sock_watch(struct smb_conn *conn, bool on);
+void smb_sock_free(struct smb_conn *conn);
 
 /* ---- smb_pool.c ------------------------------------------------------------------------------ */
 

@@ -554,6 +554,8 @@ static int smb_fh_settle(struct smb_loc *loc, struct smb_file *fh)
 	int rc = smb_fh_begin(loc, fh, false);
 	bool again;
 
+	if (rc == -EIO && !fh->conn)
+		return 0; /* its connection died and no other is up: as `again` below */
 	if (rc)
 		return rc;
 	if (fh->file && fh->dirty) {
@@ -607,7 +609,8 @@ int smb_release(void *loc_, ff_fh *fh_)
 	g_rw_lock_reader_lock(&loc->gate);
 	conn = fh->conn;
 	if (!conn) {
-		rc = -EIO; /* its context died and no new one could be had */
+		/* Its context died and no new one could be had: the server's handle died with
+		 * the connection. */
 	} else if (fh->file) {
 		rc = smb_pool_get_conn(&loc->pool, conn, true);
 		if (rc == 0) {
@@ -618,8 +621,11 @@ int smb_release(void *loc_, ff_fh *fh_)
 			smb_pool_file_closed(&loc->pool, conn);
 			smb_pool_put(&loc->pool, conn, rc);
 		} else {
-			/* The connection is gone; freeing the context closes what is left. */
+			/* The connection is gone, and the file was closed with it (writes are
+			 * written through: nothing is left to lose); freeing the context frees
+			 * what is left of it here. */
 			smb_pool_file_closed(&loc->pool, conn);
+			rc = 0;
 		}
 	} else {
 		smb_pool_file_closed(&loc->pool, conn); /* smb_flush() closed it */

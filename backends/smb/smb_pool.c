@@ -262,9 +262,9 @@ static bool smb_global_ready(void)
 /*
  * A TCP connect to the server, bounded by the timeout. libsmbclient's own connect waits 20 s
  * whatever the timeout says; this probe makes an unreachable server fail in time and with a
- * precise errno (name resolution is still getaddrinfo's business).
+ * precise errno (name resolution is still getaddrinfo's business). *peer: the address reached.
  */
-static int smb_probe_port(const char *host, int port, int timeout_ms)
+static int smb_probe_port(const char *host, int port, int timeout_ms, struct sockaddr_storage *peer)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
 	struct addrinfo *res, *ai;
@@ -307,6 +307,8 @@ static int smb_probe_port(const char *host, int port, int timeout_ms)
 		continue;
 out_connected:
 		close(fd);
+		memset(peer, 0, sizeof(*peer));
+		memcpy(peer, ai->ai_addr, MIN(ai->ai_addrlen, sizeof(*peer)));
 		rc = 0;
 		break;
 	}
@@ -314,15 +316,15 @@ out_connected:
 	return rc;
 }
 
-static int smb_probe(struct smb_loc *loc)
+static int smb_probe(struct smb_loc *loc, struct sockaddr_storage *peer)
 {
 	int rc;
 
 	if (loc->port)
-		return smb_probe_port(loc->host, loc->port, loc->timeout_ms);
-	rc = smb_probe_port(loc->host, 445, loc->timeout_ms);
+		return smb_probe_port(loc->host, loc->port, loc->timeout_ms, peer);
+	rc = smb_probe_port(loc->host, 445, loc->timeout_ms, peer);
 	if (rc == -ECONNREFUSED)
-		rc = smb_probe_port(loc->host, 139, loc->timeout_ms);
+		rc = smb_probe_port(loc->host, 139, loc->timeout_ms, peer);
 	return rc;
 }
 
@@ -370,13 +372,15 @@ static void smb_pool_reap(struct smb_pool *pool, struct smb_conn *conn)
 static int smb_conn_new(struct smb_pool *pool, struct smb_conn **out)
 {
 	struct smb_loc *loc = pool->loc;
+	struct smb_connecting *connecting;
+	struct sockaddr_storage peer;
 	struct smb_conn *conn;
 	struct stat st;
 	gint64 t0;
 	bool warm;
 	int rc;
 
-	rc = smb_probe(loc);
+	rc = smb_probe(loc, &peer);
 	if (rc)
 		return rc;
 	conn = g_new0(struct smb_conn, 1);
@@ -394,6 +398,7 @@ static int smb_conn_new(struct smb_pool *pool, struct smb_conn **out)
 	 * told apart from a file's permissions. */
 	memset(&st, 0, sizeof(st));
 	rc = 0;
+	connecting = smb_sock_connect_begin(&peer);
 	t0 = g_get_monotonic_time();
 	if (smbc_getFunctionStat(conn->ctx)(conn->ctx, loc->url, &st) < 0) {
 		rc = smb_err(errno);
@@ -401,6 +406,7 @@ static int smb_conn_new(struct smb_pool *pool, struct smb_conn **out)
 		if (g_get_monotonic_time() - t0 >= (gint64)loc->timeout_ms * 900)
 			rc = -ETIMEDOUT;
 	}
+	smb_sock_connect_end(connecting, rc ? NULL : conn);
 	if (!warm) {
 		smb_warm = rc == 0;
 		g_mutex_unlock(&smb_global_lock);
@@ -437,6 +443,7 @@ static gpointer smb_reaper(gpointer data)
 		smb_lib_lock();
 		smbc_free_context(conn->ctx, 1);
 		smb_lib_unlock();
+		smb_sock_free(conn);
 		g_free(conn);
 		g_mutex_lock(&pool->lock);
 		pool->reaping--;
@@ -526,6 +533,7 @@ static int pool_get(struct smb_pool *pool, bool for_open, bool may_create, struc
 			best->busy = true;
 			g_mutex_unlock(&pool->lock);
 			smb_lib_lock();
+			smb_sock_watch(best, true);
 			*out = best;
 			return 0;
 		}
@@ -562,6 +570,8 @@ static int pool_get(struct smb_pool *pool, bool for_open, bool may_create, struc
 	}
 	g_cond_broadcast(&pool->cond); /* a failed creation frees its slot */
 	g_mutex_unlock(&pool->lock);
+	if (rc == 0)
+		smb_sock_watch(conn, true);
 	*out = conn;
 	return rc;
 }
@@ -596,6 +606,7 @@ int smb_pool_get_conn(struct smb_pool *pool, struct smb_conn *conn, bool patient
 	conn->busy = true;
 	g_mutex_unlock(&pool->lock);
 	smb_lib_lock();
+	smb_sock_watch(conn, true);
 	return 0;
 }
 
@@ -603,12 +614,16 @@ void smb_pool_put(struct smb_pool *pool, struct smb_conn *conn, int rc)
 {
 	bool reap;
 
+	smb_sock_watch(conn, false);
 	g_mutex_lock(&pool->lock);
 	conn->busy = false;
 	/* A dead connection, or a hung one: after a timeout the connection may be left waiting
 	 * for answers (or, on a DFS share, fail every later path); a fresh context is safer. Its
-	 * files are lost (EIO), as open files are when their server goes away. */
-	if ((smb_err_is_disconnect(rc) || rc == -ETIMEDOUT) && !conn->broken) {
+	 * files are lost (EIO), as open files are when their server goes away. An interrupted
+	 * one had its sockets shut down. */
+	if ((smb_err_is_disconnect(rc) || rc == -ETIMEDOUT ||
+	     g_atomic_int_get(&conn->interrupted)) &&
+	    !conn->broken) {
 		conn->broken = true;
 		g_ptr_array_remove_fast(pool->live, conn);
 	}

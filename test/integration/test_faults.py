@@ -16,7 +16,9 @@ import errno
 import hashlib
 import os
 import re
+import select
 import shutil
+import signal
 import socket
 import struct
 import subprocess
@@ -769,16 +771,16 @@ except OSError as e:
 """
 
 
-@pytest.mark.parametrize("kind,first_contact", [("nfs4", False), ("nfs3", True), ("nfs4", True),
-                                               ("smb", True)])
+@pytest.mark.parametrize("kind,first_contact", [("nfs4", False), ("nfs3", False), ("smb", False),
+                                               ("nfs3", True), ("nfs4", True), ("smb", True)])
 @pytest.mark.parametrize("call", ["stat", "listdir", "read"])
 def test_ctrl_c_on_frozen_server(servers, trees, tmp_path, mount_factory, kind, first_contact,
                                  call):
     """Issue 19, interrupts: Ctrl-C of a program blocked on a stopped server ends its call
     within 1 s (the location's timeout is 20 s), and once the server answers again the late
-    reply is dropped and the mount works. On NFSv4 every call waits in fedfuse's own event
-    loop; on NFSv3 and SMB what waits in libnfs' or libsmbclient's own loops cannot be
-    interrupted (README), but the first contact (connecting) can, on every kind."""
+    reply is dropped and the mount works. On NFS every call waits in fedfuse's own event
+    loop; on SMB the interrupt shuts the connection's socket down, which ends libsmbclient's
+    wait. The first contact (connecting) is interrupted too, on every kind."""
     need_module(kind)
     if first_contact and call == "read":
         pytest.skip("a read needs an open file: the location is in use already")
@@ -802,6 +804,87 @@ def test_ctrl_c_on_frozen_server(servers, trees, tmp_path, mount_factory, kind, 
     assert poll(lambda: sorted(os.listdir(r)) == ["d", "g"], RECOVERY)
     assert location_state(m.mnt, "/r", t.uri) == "up"
     assert len(read_file(os.path.join(r, "g"))) == 8 * MiB
+
+
+# A program whose O_DIRECT read is interrupted, then reads the whole file on the same descriptor.
+CTRL_C_AGAIN_CHILD = r"""
+import hashlib, mmap, os, signal, sys
+def on_int(sig, frame):
+    raise KeyboardInterrupt
+signal.signal(signal.SIGINT, on_int)
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECT)
+buf = mmap.mmap(-1, 1 << 20)
+print("ready", flush=True)
+sys.stdin.readline()
+try:
+    os.preadv(fd, [buf], 4 << 20)
+    print("returned", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+sys.stdin.readline()
+h, off = hashlib.sha256(), 0
+while True:
+    n = os.preadv(fd, [buf], off)
+    if n == 0:
+        break
+    h.update(buf[:n])
+    off += n
+print(off, h.hexdigest(), flush=True)
+"""
+
+
+def _line_within(f, seconds):
+    """The next line of `f` (a pipe), or None after `seconds`."""
+    ready, _, _ = select.select([f], [], [], seconds)
+    return f.readline().strip() if ready else None
+
+
+@pytest.mark.parametrize("kind", ["nfs3", "nfs4", "smb"])
+def test_descriptor_works_after_ctrl_c(servers, trees, mount_factory, kind):
+    """Issue 19, interrupts: after Ctrl-C ended a read on a stopped server, the program's
+    descriptor reads the whole file correctly once the server answers again (the abandoned
+    call's late reply changes nothing; on NFSv3 and SMB the interrupted connection is replaced
+    and the file opened again on a new one)."""
+    need_module(kind)
+    t = trees(servers.env, kind)
+    data = os.urandom(8 * MiB)
+    write_file(os.path.join(t.dir, "g"), data)
+    m = mount_factory(ns_text=ns_text([("/r", [t.uri], None)], timeout="20",
+                                      attr_timeout="0"))
+    m.start()
+    r = os.path.join(m.mnt, "r")
+    child = subprocess.Popen(["python3", "-c", CTRL_C_AGAIN_CHILD, os.path.join(r, "g")],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    frozen = False
+    try:
+        assert _line_within(child.stdout, 30) == "ready"
+        servers.freeze(SERVER_OF[kind])
+        frozen = True
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        time.sleep(0.7)
+        assert child.poll() is None, "the read did not block"
+        t0 = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        out = _line_within(child.stdout, 10)
+        took = time.monotonic() - t0
+        assert out == "interrupted", out
+        assert took < 1.0, f"SIGINT took {took:.1f} s to end the read"
+        servers.cont(SERVER_OF[kind])
+        frozen = False
+        assert poll(lambda: sorted(os.listdir(r)) == ["g"], RECOVERY)
+        child.stdin.write("again\n")
+        child.stdin.flush()
+        out = _line_within(child.stdout, RECOVERY)
+        assert out == f"{len(data)} {hashlib.sha256(data).hexdigest()}", out
+        assert child.wait(timeout=10) == 0
+    finally:
+        if frozen:
+            servers.cont(SERVER_OF[kind])
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert location_state(m.mnt, "/r", t.uri) == "up"
 
 
 # ---- SMB: wrong password (issue 6) -------------------------------------------------------------
