@@ -43,8 +43,8 @@ void rpc_set_autoreconnect(struct rpc_context *rpc, int num_retries);
 #define NFS_IDLE_SECONDS 30   /* an idle context older than this is closed (NFSv4 leases) */
 #define NFS_MAX_GROUPS 16     /* AUTH_SYS carries at most 16 supplementary groups */
 #define NFS4_WRITE_CHUNK 3584 /* libnfs 4.0 cannot encode an NFSv4 WRITE of 4 KiB (see nfs_v4.c) */
-#define NFS4_WRITE_DEPTH 32   /* NFSv4 WRITE chunks kept in flight */
-#define NFS3_WRITE_DEPTH 4    /* NFSv3 WRITEs (of the server's wsize) kept in flight */
+#define NFS4_WRITE_DEPTH 32   /* ...and how many of those are kept in flight */
+#define NFS_WRITE_DEPTH 4     /* WRITEs of the server's wsize kept in flight */
 #define NFS_XFER_MAX (1024 * 1024) /* libnfs 4.0 rejects RPC replies above 1 MiB + 4 KiB */
 
 /* The caller's identity as AUTH_SYS carries it; the key of a set of pooled contexts. */
@@ -382,7 +382,7 @@ int nfs3_link(struct nfs_context *nfs, const char *path, const char *newdir, con
 /* Bring a time into what NFSv3 carries (unsigned 32-bit seconds). */
 void nfs3_time_clamp(struct timespec *ts);
 
-/* WRITE3s of the server's wsize, NFS3_WRITE_DEPTH in flight (see nfs_write_chunks());
+/* WRITE3s of the server's wsize, NFS_WRITE_DEPTH in flight (see nfs_write_chunks());
  * `sync`: FILE_SYNC, else UNSTABLE (COMMIT follows). */
 ssize_t nfs3_file_write(struct nfs_conn *conn, struct nfsfh *fh, uint64_t off, size_t size,
 			const void *buf, bool sync, struct nfs_wverf *verf, gint64 deadline);
@@ -394,6 +394,8 @@ int nfs3_file_commit(struct nfs_context *nfs, struct nfsfh *fh, char verf[NFS_VE
 /* Attributes of `path` (below the server's pseudo root, lstat semantics) with fsid and rawdev,
  * which libnfs 4.0 leaves out. */
 int nfs4_getattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, struct stat *st);
+/* The server's largest READ and WRITE (FATTR4_MAXREAD, FATTR4_MAXWRITE; 0: not said). */
+int nfs4_maxio(struct nfs_context *nfs, uint64_t *maxread, uint64_t *maxwrite);
 /* SETATTR through the anonymous stateid: works on directories and symlinks too, unlike libnfs
  * 4.0 which OPENs the object first; times with nanoseconds or the server's clock. */
 int nfs4_setattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,

@@ -409,6 +409,14 @@ int nfs_conn_get(struct nfs_loc *loc, const struct nfs_ident *id, gint64 deadlin
 	}
 	conn->readmax = nfs_get_readmax(conn->nfs);
 	conn->writemax = nfs_get_writemax(conn->nfs);
+	if (loc->version == 4) { /* libnfs 4.0 asks only NFSv3 servers (FSINFO) */
+		uint64_t rmax = 0, wmax = 0;
+
+		if (nfs4_maxio(conn->nfs, &rmax, &wmax) == 0) {
+			conn->readmax = rmax;
+			conn->writemax = wmax;
+		}
+	}
 	if (conn->readmax == 0 || conn->readmax > NFS_XFER_MAX)
 		conn->readmax = NFS_XFER_MAX;
 	if (conn->writemax == 0 || conn->writemax > NFS_XFER_MAX)

@@ -396,7 +396,7 @@ ssize_t nfs3_file_write(struct nfs_conn *conn, struct nfsfh *fh, uint64_t off, s
 		.fhlen = (unsigned int)lfh->len,
 		.sync = sync,
 		.chunk = conn->writemax,
-		.depth = NFS3_WRITE_DEPTH,
+		.depth = NFS_WRITE_DEPTH,
 	};
 
 	return nfs_write_chunks(conn, &t, off, size, buf, verf, deadline);

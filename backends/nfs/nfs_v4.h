@@ -63,6 +63,13 @@ int nfs4_ops_run_always(struct nfs_context *nfs, struct v4_ops *o, v4_decode_fn 
 bool nfs4_find_res(const COMPOUND4res *res, nfs_opnum4 op, bool last, nfs_resop4 *out);
 /* The attributes of the last GETATTR in the reply, into `st`. */
 int nfs4_decode_getattr_res(const COMPOUND4res *res, struct stat *st);
+/* rpc_nfs4_compound_async() for a COMPOUND that carries `payload` bytes of data (a WRITE's)
+ * beyond libnfs 4.0's fixed 4096-byte encoding buffer. -ENOTSUP when this libnfs cannot (see
+ * nfs4_big_compounds()); -ENOMEM when the COMPOUND could not be queued. */
+int nfs4_compound_send(struct rpc_context *rpc, rpc_cb cb, COMPOUND4args *args, void *priv,
+		       size_t payload);
+/* Whether nfs4_compound_send() can carry a payload with this libnfs (checked once). */
+bool nfs4_big_compounds(struct rpc_context *rpc);
 /* XDR of an unsigned 32-bit value, for attribute lists. */
 void nfs4_put_u32(GByteArray *b, uint32_t v);
 

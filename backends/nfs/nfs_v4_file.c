@@ -450,6 +450,9 @@ static int write_chunk(struct nfs_conn *conn, const struct nfs_wtarget *t, struc
 	memset(&args, 0, sizeof(args));
 	args.argarray.argarray_len = 2;
 	args.argarray.argarray_val = op;
+	if (ch->len > NFS4_WRITE_CHUNK)
+		return nfs4_compound_send(nfs_get_rpc_context(conn->nfs), write_cb, &args, ch,
+					  ch->len);
 	if (rpc_nfs4_compound_async(nfs_get_rpc_context(conn->nfs), write_cb, &args, ch) != 0)
 		return -ENOMEM;
 	return 0;
@@ -458,14 +461,16 @@ static int write_chunk(struct nfs_conn *conn, const struct nfs_wtarget *t, struc
 ssize_t nfs4_file_write(struct nfs_conn *conn, struct nfs4_file *f, uint64_t off, size_t size,
 			const void *buf, bool sync, struct nfs_wverf *verf, gint64 deadline)
 {
+	bool big = nfs4_big_compounds(nfs_get_rpc_context(conn->nfs));
 	struct nfs_wtarget t = {
 		.send = write_chunk,
 		.fh = f->fh,
 		.fhlen = f->fhlen,
 		.stateid = &f->stateid,
 		.sync = sync,
-		.chunk = NFS4_WRITE_CHUNK,
-		.depth = NFS4_WRITE_DEPTH,
+		/* the server's wsize, as NFSv3; or what fits libnfs' fixed buffer */
+		.chunk = big ? conn->writemax : NFS4_WRITE_CHUNK,
+		.depth = big ? NFS_WRITE_DEPTH : NFS4_WRITE_DEPTH,
 	};
 
 	return nfs_write_chunks(conn, &t, off, size, buf, verf, deadline);
