@@ -571,6 +571,11 @@ ssize_t ff_gw_copy_file_range(struct ff_mount *m, const struct ff_cred *cred, ff
 	return n;
 }
 
+bool ff_gw_has_lock_fd(const struct ff_backend *be)
+{
+	return be->ops->lock_fd != default_lock_fd;
+}
+
 int ff_gw_lock_fd(struct ff_mount *m, ff_node *node)
 {
 	gint64 start = g_get_monotonic_time();

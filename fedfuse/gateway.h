@@ -83,6 +83,9 @@ off_t ff_gw_lseek(struct ff_mount *m, ff_fh *fh, off_t off, int whence);
 ssize_t ff_gw_copy_file_range(struct ff_mount *m, const struct ff_cred *cred, ff_fh *fh_in,
 			      off_t off_in, ff_fh *fh_out, off_t off_out, size_t len, int flags);
 int ff_gw_lock_fd(struct ff_mount *m, ff_node *node); /* EOPNOTSUPP */
+/* Whether the backend keeps locks on its own files (lock_fd): else they hold among the
+ * processes using this mount only (lock.c's private file per inode). */
+bool ff_gw_has_lock_fd(const struct ff_backend *be);
 
 /* ---- directories -------------------------------------------------------------------------- */
 int ff_gw_opendir(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, ff_dh **dh);

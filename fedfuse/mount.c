@@ -588,6 +588,11 @@ static void describe_mount(struct ff_mount *m, gint64 now, GString *out)
 			       g_atomic_int_get(&m->open_files));
 	if (m->ctx)
 		g_string_append_printf(out, "\twatched=%s", m->watched ? "yes" : "no");
+	/* How far its locks reach: the backing files' own (every program on this machine), or
+	 * this mount's processes only (NFS and SMB: never sent to the server). */
+	if (m->be)
+		g_string_append_printf(out, "\tlocks=%s",
+				       ff_gw_has_lock_fd(m->be) ? "backing-file" : "this-mount");
 	if (m->last_error)
 		g_string_append_printf(out, "\tlast-error=%s", m->last_error);
 	g_string_append_c(out, '\n');

@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from servers_util import read_locations
 from util import mkdirs, namespace_text, wait_until, write_file
 
 # struct flock on Linux x86_64/aarch64: short l_type, l_whence; off_t l_start, l_len; pid_t l_pid
@@ -118,6 +119,18 @@ def test_record_locks_exclude_processes(lockfile, holders):
     h.tell("unlock")
     setlk(fd, fcntl.F_WRLCK, 0, 100)
 
+
+
+def test_locations_say_how_far_locks_reach(lockfile, mounted):
+    """/.fedfuse/locations tells how far the mount's locks reach: a local location's are the
+    backing file's own; NFS and SMB ones hold among the processes using this mount (they are
+    not sent to the server: libnfs 4.0 has no NLM)."""
+    path, fd = lockfile
+    setlk(fd, fcntl.F_WRLCK)
+    mine = [kv for (ns_path, _), kv in read_locations(mounted.mnt).items() if ns_path == "/a"]
+    assert mine, read_locations(mounted.mnt)
+    want = "backing-file" if mounted.kind == "file" else "this-mount"
+    assert all(kv.get("locks") == want for kv in mine), mine
 
 def test_read_locks_share(lockfile, holders):
     path, fd = lockfile

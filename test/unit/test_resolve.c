@@ -176,6 +176,7 @@ static void test_failover_and_backoff(void)
 	ff_mounts_describe_locations(s->mounts, s->ns, out);
 	g_assert_nonnull(strstr(out->str, "state=down"));
 	g_assert_nonnull(strstr(out->str, "mem://replica/r\tstate=up"));
+	g_assert_nonnull(strstr(out->str, "\tlocks=this-mount")); /* mem:// has no lock_fd */
 
 	/* Within its back-off the down location is not tried again: its state stays as it was. */
 	{
