@@ -571,6 +571,59 @@ def test_server_restarted_with_files_replaced(servers, trees, tmp_path, mount_fa
     assert read_file(os.path.join(t.dir, "d", "more")) == b"written after\n"
 
 
+
+@pytest.mark.parametrize("kind", ["nfs3", "nfs4"])
+def test_deep_paths_follow_directories_changed_on_the_server(servers, trees, mount_factory, kind):
+    """Paths ten directories deep follow what happens to those directories on the server,
+    once attr-timeout has passed: a directory renamed there leaves its old path to the new
+    directory made under that name, the moved files are read at their new path, and a tree
+    removed and made again (every filehandle below it stale) is read anew. Our own renames and
+    removals show at once. (A guard for issue 16's NFSv4-by-filehandle work: nfs-ganesha
+    answers a LOOKUP from a directory's filehandle with names it cached before a change made
+    directly in the export, where a walk from the root sees the change.)"""
+    need_module(kind)
+    t = trees(servers.env, kind)
+    deep = os.path.join(*[f"d{i}" for i in range(10)])
+    os.makedirs(os.path.join(t.dir, deep))
+    write_file(os.path.join(t.dir, deep, "f"), b"first\n")
+    m = mount_factory(ns_text=ns_text([("/r", [t.uri], None)], attr_timeout="1"))
+    m.start()
+    r = os.path.join(m.mnt, "r")
+    assert read_file(os.path.join(r, deep, "f")) == b"first\n"
+    for i in range(10):  # every directory on the way looked up (and kept)
+        os.stat(os.path.join(r, *[f"d{j}" for j in range(i + 1)]))
+
+    # renamed on the server, and a new directory made under the old name
+    os.rename(os.path.join(t.dir, "d0", "d1", "d2"), os.path.join(t.dir, "d0", "d1", "moved"))
+    os.makedirs(os.path.join(t.dir, deep))
+    write_file(os.path.join(t.dir, deep, "f"), b"second\n")
+    time.sleep(1.5)  # past attr-timeout
+    assert read_file(os.path.join(r, deep, "f")) == b"second\n"
+    moved = os.path.join("d0", "d1", "moved", *[f"d{i}" for i in range(3, 10)], "f")
+    assert read_file(os.path.join(r, moved)) == b"first\n"
+
+    # removed on the server and made again: every filehandle below d0 is stale
+    shutil.rmtree(os.path.join(t.dir, "d0"))
+    os.makedirs(os.path.join(t.dir, deep))
+    write_file(os.path.join(t.dir, deep, "f"), b"third\n")
+    time.sleep(1.5)
+    assert read_file(os.path.join(r, deep, "f")) == b"third\n"
+    assert sorted(os.listdir(os.path.join(r, "d0", "d1"))) == ["d2"]
+
+    # our own rename: the old path is gone at once, the new one works
+    os.rename(os.path.join(r, "d0", "d1", "d2"), os.path.join(r, "d0", "d1", "ours"))
+    with pytest.raises(FileNotFoundError):
+        os.stat(os.path.join(r, deep, "f"))
+    ours = os.path.join("d0", "d1", "ours", *[f"d{i}" for i in range(3, 10)], "f")
+    assert read_file(os.path.join(r, ours)) == b"third\n"
+    # and our own removal, then a new directory of the same name
+    shutil.rmtree(os.path.join(r, "d0", "d1", "ours"))
+    os.makedirs(os.path.join(r, deep))
+    write_file(os.path.join(r, deep, "f"), b"fourth\n")
+    assert read_file(os.path.join(t.dir, deep, "f")) == b"fourth\n"
+    assert read_file(os.path.join(r, deep, "f")) == b"fourth\n"
+
+
 # ---- replicas: failover and failback (issue 7, DESIGN §6) --------------------------------------
 
 @pytest.mark.parametrize("nfs_kind", ["nfs3", "nfs4"])
