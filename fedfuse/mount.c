@@ -43,7 +43,7 @@ struct ff_mounts {
 };
 
 static void set_down(struct ff_mount *m, int err, const char *msg);
-static void set_up(struct ff_mount *m);
+static void set_up(struct ff_mount *m, enum ff_op op);
 static void count_op(struct ff_mount *m, enum ff_op op, int rc, gint64 start_usec);
 
 /* The connector threads: each runs a backend's mount() for a mount whose `connecting` is set
@@ -72,7 +72,7 @@ static gpointer connector(gpointer data)
 		if (rc == 0) {
 			m->ctx = ctx;
 			m->watched = notify && ff_gw_watched(m, ctx);
-			set_up(m);
+			set_up(m, FF_OP_CONNECT);
 		} else {
 			set_down(m, rc, msg);
 		}
@@ -463,11 +463,12 @@ static void set_down(struct ff_mount *m, int err, const char *msg)
 	m->last_error = g_strdup(msg ? msg : g_strerror(-err));
 }
 
-/* Called with m->lock held. */
-static void set_up(struct ff_mount *m)
+/* Called with m->lock held; `op` is what answered. */
+static void set_up(struct ff_mount *m, enum ff_op op)
 {
 	if (m->state == FF_MOUNT_DOWN)
-		ff_info("location %s is reachable again", m->loc.spec.uri);
+		ff_info("location %s is reachable again (%s answered)", m->loc.spec.uri,
+			ff_op_name(op));
 	if (m->state != FF_MOUNT_UP)
 		m->since = g_get_monotonic_time();
 	g_atomic_int_set(&m->state, FF_MOUNT_UP);
@@ -557,14 +558,18 @@ int ff_mount_account(struct ff_mount *m, enum ff_op op, int rc, gint64 start_use
 {
 	/* only a -errno is an error: 110 may be a descriptor (lock_fd), not ETIMEDOUT */
 	bool conn = rc < 0 && ff_errno_is_connection(rc);
+	/* A flush or fsync succeeds without the server when there is nothing to send (a file
+	 * only read, or one whose connection died with the server's handle): no proof that the
+	 * location answers. */
+	bool answered = rc >= 0 && op != FF_OP_SYNC;
 
 	count_op(m, op, rc, start_usec);
-	if (conn || (rc >= 0 && g_atomic_int_get(&m->state) == FF_MOUNT_DOWN)) {
+	if (conn || (answered && g_atomic_int_get(&m->state) == FF_MOUNT_DOWN)) {
 		g_mutex_lock(&m->lock);
 		if (conn)
 			set_down(m, rc, NULL);
 		else
-			set_up(m);
+			set_up(m, op);
 		g_mutex_unlock(&m->lock);
 	}
 	return rc;

@@ -5,8 +5,8 @@
  * write, in a directory the caller may not write, failed EINVAL), and it counts its open-owner's
  * seqid up even when an operation before OPEN failed, so the next OPEN fails
  * NFS4ERR_BAD_SEQID. Here each context has a client identity and an open-owner of its own,
- * whose seqid follows RFC 7530 9.1.7; READ, WRITE (pipelined chunks that fit libnfs' 4 KiB
- * encoding buffer), COMMIT and CLOSE use the stateid that OPEN gave.
+ * whose seqid follows RFC 7530 9.1.7; READ, WRITE (pipelined chunks of the server's maxwrite,
+ * see nfs4_compound_send()), COMMIT and CLOSE use the stateid that OPEN gave.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -221,6 +221,10 @@ static void test_accounting_and_down(void)
 	g_assert_cmpint(ff_gw_getattr(&m, NULL, NULL, NULL, &st), ==, -ETIMEDOUT);
 	g_assert_cmpint(ff_gw_read(&m, NULL, buf, sizeof(buf), 0), ==, -EIO);
 	g_assert_cmpint(calls, ==, 3);
+	/* a flush that found nothing to send proves nothing (begun before the location went
+	 * down, it ended after) */
+	g_assert_cmpint(ff_mount_account(&m, FF_OP_SYNC, 0, g_get_monotonic_time()), ==, 0);
+	g_assert_cmpint(m.state, ==, FF_MOUNT_DOWN);
 	g_assert_cmpint(ff_gw_root(&m, NULL, &node, &st), ==, 0);
 	g_assert_cmpint(calls, ==, 4);
 	g_assert_cmpint(m.state, ==, FF_MOUNT_UP); /* a success brought it back */
