@@ -143,7 +143,7 @@ static void obj_free(struct mem_obj *o)
 }
 
 /* An object goes with its last name and its last reference, whichever is last. */
-static void obj_release(struct mem_obj *o)
+void mem_obj_release(struct mem_obj *o)
 {
 	if (o->nlink == 0 && o->refs == 0)
 		obj_free(o);
@@ -152,10 +152,10 @@ static void obj_release(struct mem_obj *o)
 void mem_obj_unref(struct mem_obj *o)
 {
 	o->refs--;
-	obj_release(o);
+	mem_obj_release(o);
 }
 
-static void obj_stat(const struct mem_obj *o, struct stat *st)
+void mem_obj_stat(const struct mem_obj *o, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_dev = o->tree->dev;
@@ -183,7 +183,7 @@ void mem_give_node(struct mem_obj *o, ff_node **node, struct stat *st)
 {
 	o->refs++;
 	*node = (ff_node *)o;
-	obj_stat(o, st);
+	mem_obj_stat(o, st);
 }
 
 /* Resize a regular file's data, zero-filling what grows. The buffer doubles as it grows (up to
@@ -239,7 +239,7 @@ struct mem_obj *mem_child_of(const struct mem_obj *dir, const char *name)
 	return g_hash_table_lookup(dir->children, name);
 }
 
-static void dir_changed(struct mem_obj *dir, struct timespec now)
+void mem_dir_changed(struct mem_obj *dir, struct timespec now)
 {
 	dir->mtime = dir->ctime = now;
 }
@@ -251,12 +251,11 @@ static void dir_add(struct mem_obj *dir, const char *name, struct mem_obj *o, st
 		dir->nlink++;
 		o->parent = dir;
 	}
-	dir_changed(dir, now);
+	mem_dir_changed(dir, now);
 }
 
 /* Take `name` (naming `o`) out of `dir`; `o` loses that name, but is not freed here. */
-static void dir_remove(struct mem_obj *dir, const char *name, struct mem_obj *o,
-		       struct timespec now)
+void mem_dir_remove(struct mem_obj *dir, const char *name, struct mem_obj *o, struct timespec now)
 {
 	g_hash_table_remove(dir->children, name);
 	if (S_ISDIR(o->mode)) {
@@ -267,7 +266,7 @@ static void dir_remove(struct mem_obj *dir, const char *name, struct mem_obj *o,
 		o->nlink--;
 	}
 	o->ctime = now;
-	dir_changed(dir, now);
+	mem_dir_changed(dir, now);
 }
 
 /* May `cred` look `name` up in `dir`? In the order a lookup fails on Linux. */
@@ -300,30 +299,6 @@ int mem_may_create(const struct ff_cred *cred, const struct mem_obj *dir, const 
 	if (rc)
 		return rc;
 	return dir->tree->objects >= MEM_FILES ? -ENOSPC : 0;
-}
-
-/* May `cred` take `victim`'s name out of `dir`? Write and search on `dir`, and in a sticky
- * directory, owning the victim or the directory. */
-static int may_delete(const struct ff_cred *cred, const struct mem_obj *dir,
-		      const struct mem_obj *victim)
-{
-	int rc = mem_obj_access(cred, dir, W_OK | X_OK);
-
-	if (rc)
-		return rc;
-	if ((dir->mode & S_ISVTX) && !mem_is_root(cred) && cred->uid != victim->uid &&
-	    cred->uid != dir->uid)
-		return -EPERM;
-	return 0;
-}
-
-/* Is the directory `a` the directory `d` or one of its ancestors? */
-static bool is_ancestor(const struct mem_obj *a, const struct mem_obj *d)
-{
-	for (; d; d = d->parent)
-		if (d == a)
-			return true;
-	return false;
 }
 
 /* ---- locations ---------------------------------------------------------------------------- */
@@ -558,7 +533,7 @@ static int mem_getattr(void *loc, const struct ff_cred *cred, ff_node *node, ff_
 	struct mem_obj *o = fh ? ((struct mem_fh *)fh)->obj : mem_obj_of(node);
 
 	g_mutex_lock(&o->tree->lock);
-	obj_stat(o, st);
+	mem_obj_stat(o, st);
 	g_mutex_unlock(&o->tree->lock);
 	return 0;
 }
@@ -661,7 +636,7 @@ static int mem_setattr(void *loc, const struct ff_cred *cred, ff_node *node, ff_
 	if (rc == 0)
 		rc = setattr_apply(cred, o, attr, to_set);
 	if (rc == 0)
-		obj_stat(o, st);
+		mem_obj_stat(o, st);
 	g_mutex_unlock(&o->tree->lock);
 	return rc;
 }
@@ -696,308 +671,6 @@ struct mem_obj *mem_make(const struct ff_cred *cred, struct mem_obj *dir, const 
 
 	dir_add(dir, name, o, o->ctime);
 	return o;
-}
-
-static int mem_mknod(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
-		     mode_t mode, dev_t rdev, ff_node **node, struct stat *st)
-{
-	int fault = mem_fault(((struct mem_loc *)loc)->faults, "mknod");
-
-	if (fault)
-		return fault;
-
-	struct mem_obj *dir = mem_obj_of(parent), *o;
-	int rc;
-
-	switch (mode & S_IFMT) {
-	case 0:
-		mode |= S_IFREG;
-		break;
-	case S_IFREG:
-	case S_IFIFO:
-	case S_IFSOCK:
-	case S_IFCHR:
-	case S_IFBLK:
-		break;
-	case S_IFDIR:
-		return -EPERM;
-	default:
-		return -EINVAL;
-	}
-
-	g_mutex_lock(&dir->tree->lock);
-	rc = mem_may_create(cred, dir, name);
-	if (rc == 0 && (S_ISCHR(mode) || S_ISBLK(mode)) && !mem_is_root(cred))
-		rc = -EPERM; /* CAP_MKNOD */
-	if (rc == 0) {
-		o = mem_make(cred, dir, name, mode & (S_IFMT | 07777));
-		if (S_ISCHR(mode) || S_ISBLK(mode))
-			o->rdev = rdev;
-		mem_give_node(o, node, st);
-	}
-	g_mutex_unlock(&dir->tree->lock);
-	return rc;
-}
-
-static int mem_mkdir(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
-		     mode_t mode, ff_node **node, struct stat *st)
-{
-	int fault = mem_fault(((struct mem_loc *)loc)->faults, "mkdir");
-
-	if (fault)
-		return fault;
-
-	struct mem_obj *dir = mem_obj_of(parent);
-	int rc;
-
-	g_mutex_lock(&dir->tree->lock);
-	rc = mem_may_create(cred, dir, name);
-	/* mkdir(2) takes no setuid/setgid bits from the mode; setgid comes from the parent */
-	if (rc == 0)
-		mem_give_node(mem_make(cred, dir, name, S_IFDIR | (mode & 01777)), node, st);
-	g_mutex_unlock(&dir->tree->lock);
-	return rc;
-}
-
-static int mem_symlink(void *loc, const struct ff_cred *cred, const char *target, ff_node *parent,
-		       const char *name, ff_node **node, struct stat *st)
-{
-	int fault = mem_fault(((struct mem_loc *)loc)->faults, "symlink");
-
-	if (fault)
-		return fault;
-
-	struct mem_obj *dir = mem_obj_of(parent), *o;
-	size_t len = strlen(target);
-	int rc;
-
-	if (len == 0)
-		return -ENOENT;
-	if (len > MEM_SYMLINK_MAX)
-		return -ENAMETOOLONG;
-	g_mutex_lock(&dir->tree->lock);
-	rc = mem_may_create(cred, dir, name);
-	if (rc == 0) {
-		o = mem_make(cred, dir, name, S_IFLNK | 0777);
-		o->target = g_strdup(target);
-		mem_give_node(o, node, st);
-	}
-	g_mutex_unlock(&dir->tree->lock);
-	return rc;
-}
-
-/* fs.protected_hardlinks = 1: may `cred` link `o`, which it may not own? */
-static bool may_link_source(const struct ff_cred *cred, const struct mem_obj *o)
-{
-	if (mem_is_owner(cred, o))
-		return true;
-	if (!S_ISREG(o->mode) || (o->mode & S_ISUID) ||
-	    (o->mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
-		return false;
-	return mem_obj_access(cred, o, R_OK | W_OK) == 0;
-}
-
-static int mem_link(void *loc, const struct ff_cred *cred, ff_node *node, ff_node *newparent,
-		    const char *newname, struct stat *st)
-{
-	int fault = mem_fault(((struct mem_loc *)loc)->faults, "link");
-
-	if (fault)
-		return fault;
-
-	struct mem_obj *o = mem_obj_of(node), *dir = mem_obj_of(newparent);
-	int rc;
-
-	if (o->tree != dir->tree)
-		return -EXDEV;
-	g_mutex_lock(&dir->tree->lock);
-	rc = mem_dir_search(cred, dir, newname);
-	if (rc == 0 && mem_child_of(dir, newname))
-		rc = -EEXIST;
-	if (rc == 0 && !may_link_source(cred, o))
-		rc = -EPERM;
-	if (rc == 0)
-		rc = mem_obj_access(cred, dir, W_OK | X_OK);
-	if (rc == 0 && S_ISDIR(o->mode))
-		rc = -EPERM;
-	if (rc == 0 && o->nlink == 0)
-		rc = -ENOENT; /* unlinked: it cannot come back */
-	if (rc == 0) {
-		g_hash_table_insert(dir->children, g_strdup(newname), o);
-		o->nlink++;
-		o->ctime = mem_now_ts();
-		dir_changed(dir, o->ctime);
-		obj_stat(o, st);
-	}
-	g_mutex_unlock(&dir->tree->lock);
-	return rc;
-}
-
-/* unlink and rmdir: the checks they share, in Linux's order; *victim is what `name` names. */
-static int remove_check(const struct ff_cred *cred, struct mem_obj *dir, const char *name,
-			bool want_dir, struct mem_obj **victim)
-{
-	struct mem_obj *o;
-	int rc = mem_dir_search(cred, dir, name);
-
-	if (rc)
-		return rc;
-	o = mem_child_of(dir, name);
-	if (!o)
-		return -ENOENT;
-	rc = may_delete(cred, dir, o);
-	if (rc)
-		return rc;
-	if (want_dir && !S_ISDIR(o->mode))
-		return -ENOTDIR;
-	if (!want_dir && S_ISDIR(o->mode))
-		return -EISDIR;
-	if (want_dir && g_hash_table_size(o->children))
-		return -ENOTEMPTY;
-	*victim = o;
-	return 0;
-}
-
-static int remove_name(const struct ff_cred *cred, ff_node *parent, const char *name, bool want_dir)
-{
-	struct mem_obj *dir = mem_obj_of(parent), *o;
-	int rc;
-
-	g_mutex_lock(&dir->tree->lock);
-	rc = remove_check(cred, dir, name, want_dir, &o);
-	if (rc == 0) {
-		dir_remove(dir, name, o, mem_now_ts());
-		obj_release(o);
-	}
-	g_mutex_unlock(&dir->tree->lock);
-	return rc;
-}
-
-static int mem_unlink(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name)
-{
-	int fault = mem_fault(((struct mem_loc *)loc)->faults, "unlink");
-
-	if (fault)
-		return fault;
-
-	return remove_name(cred, parent, name, false);
-}
-
-static int mem_rmdir(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name)
-{
-	int fault = mem_fault(((struct mem_loc *)loc)->faults, "rmdir");
-
-	if (fault)
-		return fault;
-
-	return remove_name(cred, parent, name, true);
-}
-
-/* One rename, its objects found: the checks of do_renameat2() and vfs_rename(), in their order.
- * 1 means "the same object under both names: nothing to do". */
-static int rename_check(const struct ff_cred *cred, struct mem_obj *sdir, struct mem_obj *src,
-			struct mem_obj *ddir, struct mem_obj *dst, unsigned int flags)
-{
-	bool exchange = flags & RENAME_EXCHANGE;
-	int rc;
-
-	if ((flags & RENAME_NOREPLACE) && dst)
-		return -EEXIST;
-	if (exchange && !dst)
-		return -ENOENT;
-	if (S_ISDIR(src->mode) && is_ancestor(src, ddir))
-		return -EINVAL; /* into itself or below */
-	if (dst && S_ISDIR(dst->mode) && is_ancestor(dst, sdir))
-		return exchange ? -EINVAL : -ENOTEMPTY;
-	if (src == dst)
-		return 1;
-	rc = may_delete(cred, sdir, src);
-	if (rc)
-		return rc;
-	rc = dst ? may_delete(cred, ddir, dst) : mem_obj_access(cred, ddir, W_OK | X_OK);
-	if (rc)
-		return rc;
-	if (dst && !exchange && S_ISDIR(src->mode) && !S_ISDIR(dst->mode))
-		return -ENOTDIR;
-	if (dst && !exchange && !S_ISDIR(src->mode) && S_ISDIR(dst->mode))
-		return -EISDIR;
-	/* A directory that changes parent has its ".." rewritten: it must be writable. */
-	if (sdir != ddir && S_ISDIR(src->mode) && (rc = mem_obj_access(cred, src, W_OK)))
-		return rc;
-	if (sdir != ddir && exchange && S_ISDIR(dst->mode) &&
-	    (rc = mem_obj_access(cred, dst, W_OK)))
-		return rc;
-	if (dst && !exchange && S_ISDIR(dst->mode) && g_hash_table_size(dst->children))
-		return -ENOTEMPTY;
-	return 0;
-}
-
-/* A directory `o` now named in `to` instead of `from`: links of the parents follow. */
-static void reparent(struct mem_obj *o, struct mem_obj *from, struct mem_obj *to)
-{
-	if (!S_ISDIR(o->mode) || from == to)
-		return;
-	from->nlink--;
-	to->nlink++;
-	o->parent = to;
-}
-
-static void rename_exchange(struct mem_obj *sdir, const char *name, struct mem_obj *src,
-			    struct mem_obj *ddir, const char *newname, struct mem_obj *dst)
-{
-	g_hash_table_insert(sdir->children, g_strdup(name), dst);
-	g_hash_table_insert(ddir->children, g_strdup(newname), src);
-	reparent(src, sdir, ddir);
-	reparent(dst, ddir, sdir);
-}
-
-static int mem_rename(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
-		      ff_node *newparent, const char *newname, unsigned int flags)
-{
-	int fault = mem_fault(((struct mem_loc *)loc)->faults, "rename");
-
-	if (fault)
-		return fault;
-
-	struct mem_obj *sdir = mem_obj_of(parent), *ddir = mem_obj_of(newparent), *src = NULL,
-		       *dst = NULL;
-	struct timespec now;
-	int rc;
-
-	if ((flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) ||
-	    (flags == (RENAME_NOREPLACE | RENAME_EXCHANGE)))
-		return -EINVAL;
-	if (sdir->tree != ddir->tree)
-		return -EXDEV;
-	g_mutex_lock(&sdir->tree->lock);
-	rc = mem_dir_search(cred, sdir, name);
-	if (rc == 0)
-		rc = mem_dir_search(cred, ddir, newname);
-	if (rc == 0) {
-		src = mem_child_of(sdir, name);
-		dst = mem_child_of(ddir, newname);
-		rc = src ? rename_check(cred, sdir, src, ddir, dst, flags) : -ENOENT;
-	}
-	if (rc == 0) {
-		now = mem_now_ts();
-		if (flags & RENAME_EXCHANGE) {
-			rename_exchange(sdir, name, src, ddir, newname, dst);
-			dst->ctime = now;
-		} else {
-			if (dst)
-				dir_remove(ddir, newname, dst, now);
-			g_hash_table_remove(sdir->children, name);
-			g_hash_table_insert(ddir->children, g_strdup(newname), src);
-			reparent(src, sdir, ddir);
-		}
-		src->ctime = now;
-		dir_changed(sdir, now);
-		dir_changed(ddir, now);
-		if (dst && !(flags & RENAME_EXCHANGE))
-			obj_release(dst);
-	}
-	g_mutex_unlock(&sdir->tree->lock);
-	return rc < 0 ? rc : 0;
 }
 
 /* ---- the module's one symbol ------------------------------------------------------------ */

@@ -129,6 +129,29 @@ int mem_may_create(const struct ff_cred *cred, const struct mem_obj *dir, const 
 /* A new object named `name` in `dir`, checked by mem_may_create(). */
 struct mem_obj *mem_make(const struct ff_cred *cred, struct mem_obj *dir, const char *name,
 			 mode_t mode);
+/* Free `o` if it has neither a name nor a reference left. */
+void mem_obj_release(struct mem_obj *o);
+/* The attributes of `o`. */
+void mem_obj_stat(const struct mem_obj *o, struct stat *st);
+/* `dir`'s entries changed at `now`: its times. */
+void mem_dir_changed(struct mem_obj *dir, struct timespec now);
+/* Take `name` (naming `o`) out of `dir`. */
+void mem_dir_remove(struct mem_obj *dir, const char *name, struct mem_obj *o, struct timespec now);
+
+/* ---- mem_names.c ----------------------------------------------------------------------------- */
+
+int mem_mknod(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name, mode_t mode,
+	      dev_t rdev, ff_node **node, struct stat *st);
+int mem_mkdir(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name, mode_t mode,
+	      ff_node **node, struct stat *st);
+int mem_symlink(void *loc, const struct ff_cred *cred, const char *target, ff_node *parent,
+		const char *name, ff_node **node, struct stat *st);
+int mem_link(void *loc, const struct ff_cred *cred, ff_node *node, ff_node *newparent,
+	     const char *newname, struct stat *st);
+int mem_unlink(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name);
+int mem_rmdir(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name);
+int mem_rename(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
+	       ff_node *newparent, const char *newname, unsigned int flags);
 
 /* ---- mem_data.c ------------------------------------------------------------------------------ */
 
