@@ -41,7 +41,7 @@
 #include <fcntl.h>
 
 #define FF_BACKEND_ABI_MAJOR 4 /* incompatible changes bump this; the core refuses others */
-#define FF_BACKEND_ABI_MINOR 2 /* compatible additions (new ops at the end) bump this */
+#define FF_BACKEND_ABI_MINOR 3 /* compatible additions (new ops at the end) bump this */
 #define FF_BACKEND_SYMBOL "fedfuse_backend"
 
 /* An object (file, directory, symlink, ...) inside a location, as the backend represents it.
@@ -75,6 +75,10 @@ struct ff_location_spec {
 	/* The namespace wants changes by others watched (watch=, DESIGN §6). The core passes a
 	 * notify to mount() only then. */
 	bool watch;
+	/* Seconds the kernel caches this location's entries and attributes (attr-timeout=): a
+	 * backend may trust what it learnt of a path (an NFSv4 directory's filehandle) as long.
+	 * (ABI minor 3.) */
+	double attr_timeout;
 };
 
 /* The caller of an operation, from the FUSE request. */
@@ -325,6 +329,13 @@ struct ff_backend_ops {
 
 	/* Optional. Called once, when the module is loaded, before any other operation. */
 	void (*attach)(const struct ff_host *host);
+
+	/* ---- locations, again (ABI minor 3) ---------------------------------------------------- */
+
+	/* The TCP port the location's server answers on: the URI's port, or the one its options
+	 * name, or the scheme's default; 0 when the location has no server (the default when
+	 * left out). Without I/O. On a malformed location -EINVAL with *msg as for check(). */
+	int (*server_port)(const struct ff_location_spec *spec, char **msg);
 };
 
 /* Errors that mean "the location cannot be reached", not "this request failed": the core marks

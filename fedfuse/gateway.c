@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "fedfuse/gateway.h"
@@ -186,8 +187,24 @@ static int default_check(const struct ff_location_spec *spec, char **msg)
 	return 0;
 }
 
+static int default_server_port(const struct ff_location_spec *spec, char **msg)
+{
+	return 0;
+}
+
+/* How much of struct ff_backend_ops a module built for ABI minor `minor` has: ops are only
+ * ever added at the end, and the rest must not be read. */
+static size_t ops_size(unsigned int minor)
+{
+	if (minor < 1)
+		return offsetof(struct ff_backend_ops, attach);
+	if (minor < 3)
+		return offsetof(struct ff_backend_ops, server_port);
+	return sizeof(struct ff_backend_ops);
+}
+
 const struct ff_backend_ops *ff_gw_complete_ops(const struct ff_backend_ops *ops,
-						const char **missing)
+						unsigned int minor, const char **missing)
 {
 	struct ff_backend_ops *o;
 
@@ -207,7 +224,8 @@ const struct ff_backend_ops *ff_gw_complete_ops(const struct ff_backend_ops *ops
 				      : NULL;
 	if (*missing)
 		return NULL;
-	o = g_memdup2(ops, sizeof(*ops));
+	o = g_new0(struct ff_backend_ops, 1);
+	memcpy(o, ops, ops_size(minor));
 	if (!o->check)
 		o->check = default_check;
 	if (!o->relink)
@@ -262,14 +280,27 @@ const struct ff_backend_ops *ff_gw_complete_ops(const struct ff_backend_ops *ops
 		o->listxattr = default_listxattr;
 	if (!o->removexattr)
 		o->removexattr = default_removexattr;
+	if (!o->server_port)
+		o->server_port = default_server_port;
 	return o;
 }
 
-/* ---- locations ---------------------------------------------------------------------------- */
+/* ---- the module and locations --------------------------------------------------------------- */
+
+void ff_gw_attach(const struct ff_backend_ops *ops, const struct ff_host *host)
+{
+	if (ops->attach)
+		ops->attach(host);
+}
 
 int ff_gw_check(const struct ff_backend *be, const struct ff_location_spec *spec, char **msg)
 {
 	return be->ops->check(spec, msg);
+}
+
+int ff_gw_server_port(const struct ff_backend *be, const struct ff_location_spec *spec, char **msg)
+{
+	return be->ops->server_port(spec, msg);
 }
 
 int ff_gw_mount(struct ff_mount *m, const struct ff_notify *notify, void **ctx, char **msg)

@@ -21,13 +21,19 @@
 #include "backends/backend.h"
 #include "fedfuse/mount.h"
 
-/* Fill the operations `ops` leaves NULL with the defaults; NULL when it lacks one the core
- * cannot do without (its name in *missing). */
+/* A copy of the operations of a module built for ABI minor `minor` (what that minor lacks is
+ * never read), with those it leaves NULL filled with the defaults; NULL when it lacks one the
+ * core cannot do without (its name in *missing). */
 const struct ff_backend_ops *ff_gw_complete_ops(const struct ff_backend_ops *ops,
-						const char **missing);
+						unsigned int minor, const char **missing);
+
+/* Give a module just loaded the core's services (its optional attach op). */
+void ff_gw_attach(const struct ff_backend_ops *ops, const struct ff_host *host);
 
 /* ---- locations (not accounted: mount.c records their outcome) ---------------------------- */
 int ff_gw_check(const struct ff_backend *be, const struct ff_location_spec *spec, char **msg);
+/* The TCP port of the location's server; 0 when it has none (the default). */
+int ff_gw_server_port(const struct ff_backend *be, const struct ff_location_spec *spec, char **msg);
 int ff_gw_mount(struct ff_mount *m, const struct ff_notify *notify, void **ctx, char **msg);
 void ff_gw_unmount(struct ff_mount *m);
 bool ff_gw_watched(struct ff_mount *m, void *ctx); /* of a new context; default: false */

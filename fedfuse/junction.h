@@ -100,11 +100,14 @@ bool ff_junction_is_fedfs_mode(mode_t st_mode);
 /* Any location: the URIs joined by ';' (a ';' inside one written "\;"). Never fails. */
 char *ff_junction_format_fedfuse(GPtrArray *locations);
 
-/* nfs:// locations only, whose query holds at most nfsport=N (which becomes the port): the
- * XML that nfsref add writes (libxml2's indented layout, nfsref's default values), with
- * <savedmode bits="%o"> of saved_mode & 07777 and <read order=> numbering the locations in
- * order of preference. Every path component must be valid UTF-8. */
-char *ff_junction_format_fedfs(GPtrArray *locations, mode_t saved_mode, char **msg);
+/* nfs:// locations only, whose query holds at most nfsport=N: the XML that nfsref add writes
+ * (libxml2's indented layout, nfsref's default values), with <savedmode bits="%o"> of
+ * saved_mode & 07777 and <read order=> numbering the locations in order of preference. Each
+ * location's port is what port_of(spec, data, msg) says (ff_plugin_server_port(): the nfs
+ * backend reads host:port and nfsport=); a location it refuses is refused with its message.
+ * Every path component must be valid UTF-8. */
+char *ff_junction_format_fedfs(GPtrArray *locations, mode_t saved_mode, ff_location_port_fn port_of,
+			       void *data, char **msg);
 
 /* smb:// locations only, without port or query, whose share and path components hold no ',' or
  * '\': "msdfs:HOST\SHARE[\PATH],...". */

@@ -705,31 +705,37 @@ bool ff_junction_is_fedfs_mode(mode_t st_mode)
 
 /* ---- FedFS: writing nfsref's XML ------------------------------------------------------------ */
 
-/* The port of an nfs location: host:port or ?nfsport=N (the only option FedFS XML can hold). */
-static bool fedfs_port(const struct ff_location_spec *spec, int *port, char **err)
+/* The port of an nfs location, as its backend reads it (`port_of`): FedFS XML holds a host, a
+ * port and a path, so the only option such a location may have is the one naming the port. */
+static bool fedfs_port(const struct ff_location_spec *spec, ff_location_port_fn port_of, void *data,
+		       int *port, char **err)
 {
-	int opt = ff_location_port_option(spec, "nfsport");
-	const char *bad = NULL;
-	char **opts;
-	char *q;
+	char **opts = spec->query ? g_strsplit(spec->query, "&", -1) : NULL;
+	char *why = NULL, *q;
+	bool ok = false;
 
-	*port = spec->port;
-	if (!spec->query)
-		return true;
-	opts = g_strsplit(spec->query, "&", -1);
-	for (char **o = opts; *o && !bad; o++)
-		if (!g_str_has_prefix(*o, "nfsport=") || opt < 0 || (*port != 0 && *port != opt))
-			bad = *o;
-	if (bad) {
-		q = fj_quote_str(spec->uri);
-		*err = fj_errf("'%s': fedfs junctions cannot hold the option '%s' (only nfsport=)",
-			       q, bad);
-		g_free(q);
-	} else if (opt > 0) {
-		*port = opt;
+	for (char **o = opts; o && *o; o++) {
+		if (!g_str_has_prefix(*o, "nfsport=")) {
+			q = fj_quote_str(spec->uri);
+			*err = fj_errf("'%s': fedfs junctions cannot hold the option '%s' "
+				       "(only nfsport=)",
+				       q, *o);
+			g_free(q);
+			goto out;
+		}
 	}
+	*port = port_of(spec, data, &why);
+	if (*port <= 0) {
+		q = fj_quote_str(spec->uri);
+		*err = fj_errf("'%s': %s", q, why ? why : "no server port");
+		g_free(q);
+		goto out;
+	}
+	ok = true;
+out:
+	g_free(why);
 	g_strfreev(opts);
-	return !bad;
+	return ok;
 }
 
 static void xml_escaped(GString *out, const char *s)
@@ -742,14 +748,14 @@ static void xml_escaped(GString *out, const char *s)
 
 /* One <location> as nfsref's libxml2 writes it (two spaces per level). */
 static bool fedfs_location(GString *out, const struct ff_location_spec *spec, guint order,
-			   char **err)
+			   ff_location_port_fn port_of, void *data, char **err)
 {
 	char **comps = g_strsplit(spec->path + 1, "/", -1);
 	bool ok = false;
 	int port;
 	char *q;
 
-	if (!fedfs_port(spec, &port, err))
+	if (!fedfs_port(spec, port_of, data, &port, err))
 		goto out_free;
 	for (char **c = comps; *c; c++) {
 		if (**c == '\0')
@@ -766,7 +772,7 @@ static bool fedfs_location(GString *out, const struct ff_location_spec *spec, gu
 	}
 	g_string_append(out, "    <location>\n      <host name=\"");
 	xml_escaped(out, spec->host);
-	if (port && port != FF_JUNCTION_NFS_PORT)
+	if (port != FF_JUNCTION_NFS_PORT)
 		g_string_append_printf(out, "\" port=\"%d", port);
 	g_string_append(out, "\"/>\n");
 	if (strcmp(spec->path, "/") == 0) {
@@ -799,7 +805,8 @@ out_free:
 	return ok;
 }
 
-char *ff_junction_format_fedfs(GPtrArray *locations, mode_t saved_mode, char **msg)
+char *ff_junction_format_fedfs(GPtrArray *locations, mode_t saved_mode, ff_location_port_fn port_of,
+			       void *data, char **msg)
 {
 	GString *out;
 	char *err = NULL, *q;
@@ -821,7 +828,7 @@ char *ff_junction_format_fedfs(GPtrArray *locations, mode_t saved_mode, char **m
 			g_free(q);
 			goto out_fail;
 		}
-		if (!fedfs_location(out, spec, i, &err))
+		if (!fedfs_location(out, spec, i, port_of, data, &err))
 			goto out_fail;
 	}
 	g_string_append(out, "  </fileset>\n</junction>\n");

@@ -11,7 +11,8 @@
 
 #include "fedfuse/location.h"
 
-#define HOST_MAX 253 /* bytes in a DNS name */
+#define HOST_MAX 253  /* bytes in a DNS name */
+#define SCHEME_MAX 32 /* bytes in a scheme: a backend module's name */
 
 bool ff_has_control_char(const char *s, size_t n)
 {
@@ -94,6 +95,19 @@ static ssize_t authority_span(const char *uri, const char **start)
 	return (ssize_t)strcspn(*start, "/?#");
 }
 
+/* RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ), here in lower case and short. */
+static bool scheme_ok(const char *scheme)
+{
+	size_t len = strlen(scheme);
+
+	if (len == 0 || len > SCHEME_MAX || !g_ascii_islower(scheme[0]))
+		return false;
+	for (const char *c = scheme; *c; c++)
+		if (!g_ascii_islower(*c) && !g_ascii_isdigit(*c) && !strchr("+-.", *c))
+			return false;
+	return true;
+}
+
 /* A host name we will hand to a library: an IP literal (GUri removed the brackets) or a DNS or
  * NetBIOS name of letters, digits, '-', '_' and '.'. */
 static bool host_ok(const char *host)
@@ -164,8 +178,8 @@ static char *uri_split_message(const char *uri, const GError *gerr)
 bool ff_location_parse(const char *uri, struct ff_location *loc, char **msg)
 {
 	char *scheme = NULL, *userinfo = NULL, *host = NULL, *path = NULL, *query = NULL;
-	char *fragment = NULL, *decoded = NULL, *err = NULL, *show = NULL;
-	const char *canon, *auth, *data;
+	char *fragment = NULL, *decoded = NULL, *err = NULL, *show = NULL, *canon = NULL;
+	const char *auth, *data;
 	GBytes *bytes = NULL;
 	GError *gerr = NULL;
 	int port = -1;
@@ -211,16 +225,12 @@ bool ff_location_parse(const char *uri, struct ff_location *loc, char **msg)
 				      "(file:///PATH, nfs://HOST/PATH or smb://HOST/SHARE)",
 				      show);
 		goto out_fail;
-	} else if (g_ascii_strcasecmp(scheme, "file") == 0) {
-		canon = "file";
-	} else if (g_ascii_strcasecmp(scheme, "nfs") == 0) {
-		canon = "nfs";
-	} else if (g_ascii_strcasecmp(scheme, "smb") == 0) {
-		canon = "smb";
-	} else if (g_ascii_strcasecmp(scheme, "mem") == 0) {
-		canon = "mem"; /* the in-memory reference backend of the tests (not installed) */
-	} else {
-		err = g_strdup_printf("unknown scheme '%s' in '%s'", scheme, show);
+	}
+	/* The scheme names the backend module (SCHEME.so): RFC 3986's syntax keeps it a plain
+	 * file name; what else the URI must hold is the backend's to say (its check op). */
+	canon = g_ascii_strdown(scheme, -1);
+	if (!scheme_ok(canon)) {
+		err = g_strdup_printf("bad scheme '%s' in '%s'", canon, show);
 		goto out_fail;
 	}
 	if (userinfo) { /* needs an authority, whose '@' was refused above: kept for safety */
@@ -231,37 +241,14 @@ bool ff_location_parse(const char *uri, struct ff_location *loc, char **msg)
 		err = g_strdup_printf("fragment not allowed in '%s'", show);
 		goto out_fail;
 	}
-	if (strcmp(canon, "file") == 0) {
-		if (host && host[0] != '\0' && g_ascii_strcasecmp(host, "localhost") != 0) {
-			char *h = ff_shown(host); /* GUri decoded it: anything goes */
-
-			err = g_strdup_printf("file URI '%s' names host '%s'; only localhost or an "
-					      "empty host is allowed",
-					      show, h);
-			g_free(h);
-			goto out_fail;
-		}
+	if (host && host[0] == '\0')
 		g_clear_pointer(&host, g_free);
-		if (port != -1) {
-			err = g_strdup_printf("port not allowed in file URI '%s'", show);
-			goto out_fail;
-		}
-	} else {
-		if (!host || host[0] == '\0') {
-			err = g_strdup_printf("no host in '%s'", show);
-			goto out_fail;
-		}
-		if (!host_ok(host)) {
-			err = g_strdup_printf("bad host in '%s'", show);
-			goto out_fail;
-		}
-		if (port == 0) {
-			err = g_strdup_printf("bad port in '%s' (expected 1 to 65535)", show);
-			goto out_fail;
-		}
+	if (host && !host_ok(host)) {
+		err = g_strdup_printf("bad host in '%s'", show);
+		goto out_fail;
 	}
-	if (query && strcmp(canon, "file") == 0) {
-		err = g_strdup_printf("query not allowed in '%s'", show);
+	if (port == 0) {
+		err = g_strdup_printf("bad port in '%s' (expected 1 to 65535)", show);
 		goto out_fail;
 	}
 	if (query && query[0] == '\0')
@@ -282,12 +269,8 @@ bool ff_location_parse(const char *uri, struct ff_location *loc, char **msg)
 		goto out_fail;
 	}
 	decoded = g_strndup(data, size);
-	if (strcmp(canon, "nfs") == 0 && size == 0) {
-		err = g_strdup_printf("no export path in '%s'", show);
-		goto out_fail;
-	}
-	if (strcmp(canon, "smb") == 0 && size <= 1) {
-		err = g_strdup_printf("no share in '%s' (expected smb://HOST/SHARE[/PATH])", show);
+	if (size == 0) {
+		err = g_strdup_printf("no path in '%s'", show);
 		goto out_fail;
 	}
 	if (decoded[0] != '/') {
@@ -295,7 +278,8 @@ bool ff_location_parse(const char *uri, struct ff_location *loc, char **msg)
 		goto out_fail;
 	}
 	if (!ff_path_is_normalised(decoded, size)) {
-		char *p = ff_shown(decoded); /* may be any bytes but control characters */
+		char *p = uri_shown(decoded); /* any bytes but control characters, and a
+						 * malformed URI's "user:password@" */
 
 		err = g_strdup_printf("path '%s' in '%s' is not normalised", p, show);
 		g_free(p);
@@ -303,7 +287,7 @@ bool ff_location_parse(const char *uri, struct ff_location *loc, char **msg)
 	}
 
 	loc->spec.uri = g_strdup(uri);
-	loc->spec.scheme = g_strdup(canon);
+	loc->spec.scheme = g_steal_pointer(&canon);
 	loc->spec.host = g_steal_pointer(&host);
 	loc->spec.port = port > 0 ? port : 0;
 	loc->spec.path = g_steal_pointer(&decoded);
@@ -321,6 +305,7 @@ out_fail:
 	if (bytes)
 		g_bytes_unref(bytes);
 	g_free(decoded);
+	g_free(canon);
 	g_free(scheme);
 	g_free(userinfo);
 	g_free(host);
@@ -476,32 +461,4 @@ out_fail:
 	else
 		g_free(err);
 	return false;
-}
-
-int ff_location_port_option(const struct ff_location_spec *spec, const char *key)
-{
-	size_t klen = strlen(key);
-	int port = 0;
-	char **opts;
-
-	if (!spec->query)
-		return 0;
-	opts = g_strsplit(spec->query, "&", -1);
-	for (char **o = opts; *o; o++) {
-		const char *v = *o + klen + 1;
-		char *end;
-		long n;
-
-		if (strncmp(*o, key, klen) != 0 || (*o)[klen] != '=')
-			continue;
-		errno = 0;
-		n = strtol(v, &end, 10);
-		if (port || !g_ascii_isdigit(*v) || *end || errno || n < 1 || n > 65535) {
-			port = -1;
-			break;
-		}
-		port = (int)n;
-	}
-	g_strfreev(opts);
-	return port;
 }

@@ -23,14 +23,17 @@ struct ff_location {
 	int line; /* line of the `locations` key */
 };
 
-/* Parse one location URI strictly into `loc`. Returns false with *msg set on error. Shared with
- * the junction parsers, which read the same URI lists. `loc` is overwritten (on failure it is
- * left cleared). Only file, nfs, smb and mem (the tests' in-memory reference backend, which is
- * not installed: elsewhere its backend is "not available") are accepted; URIs longer than FF_LOCATION_URI_MAX bytes, with a user name or password, a fragment,
- * characters RFC 3986 does not allow, or a path (after %-decoding) that holds NUL or control
- * characters or is not absolute and normalised are refused. On success the spec's options hold
- * defaults (timeout 15 s, read-write, no credentials, uid/gid unset, modes 0644/0755) for the
- * caller to override, and loc->line is 0. */
+/* Parse one location URI strictly into `loc`, by the rules every scheme shares (RFC 3986); what
+ * a scheme needs beyond them (a host, a share, its options) is its backend's check op to say.
+ * Shared with the junction parsers, which read the same URI lists. `loc` is overwritten (on
+ * failure it is left cleared). Refused: URIs longer than FF_LOCATION_URI_MAX bytes, a scheme
+ * that is not RFC 3986's letters (it names the backend module), a user name or password, a
+ * fragment, characters RFC 3986 does not allow, a host that is neither an IP address nor a
+ * name of letters, digits, '-', '_' and '.', port 0, and a path (after %-decoding) that is
+ * empty, holds NUL or control characters, or is not absolute and normalised. On success the
+ * scheme is in lower case, an empty host or query is NULL, the spec's options hold defaults
+ * (timeout 15 s, read-write, no credentials, uid/gid unset, modes 0755) for the caller to
+ * override, and loc->line is 0. */
 #define FF_LOCATION_URI_MAX 4096
 bool ff_location_parse(const char *uri, struct ff_location *loc, char **msg);
 void ff_location_clear(struct ff_location *loc);
@@ -46,10 +49,9 @@ bool ff_location_list_parse(const char *value, size_t len, guint max, GPtrArray 
 
 void ff_location_free(gpointer loc); /* clear and free a g_malloc'd struct ff_location */
 
-/* The value of option `key` (as in "nfsport=2049") in a location's query as a TCP port:
- * 1..65535, 0 when the query does not name it, -1 when it names it badly (not a number in that
- * range, or twice). The one reader of port options outside the backends. */
-int ff_location_port_option(const struct ff_location_spec *spec, const char *key);
+/* What a location's backend says of it without I/O: the TCP port its server answers on
+ * (ff_plugin_server_port()), or -errno with *msg set. */
+typedef int (*ff_location_port_fn)(const struct ff_location_spec *spec, void *data, char **msg);
 
 /* Whether `s` (`n` bytes) holds a control character (< 0x20 or 0x7f). */
 bool ff_has_control_char(const char *s, size_t n);

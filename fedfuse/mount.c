@@ -351,6 +351,7 @@ struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 	m->metrics = parent ? parent->metrics : ff_metrics_new();
 	location_copy(&m->loc, loc);
 	m->loc.spec.timeout = spec.timeout;
+	m->loc.spec.attr_timeout = attr_timeout;
 	g_mutex_init(&m->lock);
 	g_cond_init(&m->connected);
 	m->state = FF_MOUNT_IDLE;

@@ -56,8 +56,8 @@ typedef int (*ff_location_check_fn)(const struct ff_location_spec *spec, void *d
 
 /* Load and validate a namespace file. On any error returns NULL and sets *err to a message of
  * the form "FILE:LINE: message" (LINE 0 when the file as a whole cannot be used: unreadable,
- * too large) (G_FILE_ERROR / G_KEY_FILE_ERROR domains). `check` may be NULL,
- * in which case only the schemes "file", "nfs" and "smb" are accepted and not validated further. */
+ * too large) (G_FILE_ERROR / G_KEY_FILE_ERROR domains). `check` (ff_plugin_check_location() in
+ * the daemon) may be NULL: locations then pass with the rules every URI shares only. */
 struct ff_namespace *ff_namespace_load(const char *file, ff_location_check_fn check, void *data,
 				       GError **err);
 

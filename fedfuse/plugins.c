@@ -11,6 +11,7 @@
 
 #include "fedfuse/gateway.h"
 #include "fedfuse/interrupt.h"
+#include "fedfuse/location.h"
 #include "fedfuse/plugins.h"
 
 /* The core's services to backends (backend.h). */
@@ -75,7 +76,7 @@ static const struct ff_backend *load(const char *scheme, char **msg)
 			g_module_close(mod);
 			return NULL;
 		}
-		ops = ff_gw_complete_ops(be->ops, &lacks);
+		ops = ff_gw_complete_ops(be->ops, be->abi_minor, &lacks);
 		if (!ops) {
 			*msg = g_strdup_printf("backend '%s': %s has no %s operation", scheme, path,
 					       lacks);
@@ -83,8 +84,7 @@ static const struct ff_backend *load(const char *scheme, char **msg)
 			return NULL;
 		}
 		g_module_make_resident(mod);
-		if (be->abi_minor >= 1 && ops->attach)
-			ops->attach(&host);
+		ff_gw_attach(ops, &host);
 		/* The core's copy, whose operations are all there (gateway.h). */
 		copy = g_memdup2(be, sizeof(*be));
 		copy->ops = ops;
@@ -123,4 +123,37 @@ int ff_plugin_check_location(const struct ff_location_spec *spec, void *data, ch
 	if (!be)
 		return -ENOENT;
 	return ff_gw_check(be, spec, msg);
+}
+
+int ff_plugin_server_port(const struct ff_location_spec *spec, void *data, char **msg)
+{
+	const struct ff_backend *be = ff_plugin_find(spec->scheme, msg);
+
+	int rc;
+
+	if (!be)
+		return -ENOENT;
+	rc = ff_gw_check(be, spec, msg); /* a location the backend refuses has no port */
+	return rc < 0 ? rc : ff_gw_server_port(be, spec, msg);
+}
+
+bool ff_plugin_check_junction(const struct ff_junction *j, char **msg)
+{
+	for (guint i = 0; i < j->locations->len; i++) {
+		const struct ff_location *loc = g_ptr_array_index(j->locations, i);
+		g_autofree char *why = NULL;
+		const struct ff_backend *be = ff_plugin_find(loc->spec.scheme, &why);
+
+		if (!be) /* a replica this machine cannot reach: the others still serve */
+			continue;
+		g_clear_pointer(&why, g_free);
+		if (ff_gw_check(be, &loc->spec, &why) < 0) {
+			g_autofree char *u = ff_shown(loc->spec.uri);
+
+			*msg = g_strdup_printf("location '%s': %s", u,
+					       why ? why : "refused by its backend");
+			return false;
+		}
+	}
+	return true;
 }

@@ -11,6 +11,7 @@
 #include "fedfuse/cred.h"
 #include "fedfuse/gateway.h"
 #include "fedfuse/log.h"
+#include "fedfuse/plugins.h"
 #include "fedfuse/resolve.h"
 
 #define JUNCTION_DEPTH_MAX 16
@@ -276,6 +277,8 @@ static struct ff_junction *read_junction(struct ff_state *s, struct ff_mount *m,
 	else if (n >= 0)
 		j = ff_junction_parse_fedfuse(buf, n, msg);
 out_free:
+	if (j && !ff_plugin_check_junction(j, msg))
+		g_clear_pointer(&j, ff_junction_free);
 	g_free(buf);
 	return j;
 }

@@ -25,6 +25,7 @@
 
 #include "fedfuse/junction.h"
 #include "fedfuse/location.h"
+#include "fedfuse/plugins.h"
 #include "tools/fedfuse-junction.h"
 #include "fedfuse/readfile.h"
 
@@ -147,6 +148,8 @@ static int parse_into(struct found *f, enum ff_junction_format format, const cha
 		f->j = ff_junction_parse_msdfs(value, len, &f->problem);
 		break;
 	}
+	if (f->j && !ff_plugin_check_junction(f->j, &f->problem)) /* as the daemon reads it */
+		g_clear_pointer(&f->j, ff_junction_free);
 	return 1;
 }
 

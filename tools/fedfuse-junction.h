@@ -14,8 +14,7 @@
 #include "fedfuse/junction.h"
 
 #define EXIT_USAGE 2
-#define DEFAULT_TIMEOUT 5.0 /* seconds a TCP probe of `check` may take */
-#define SMB_PORT 445
+#define DEFAULT_TIMEOUT 5.0	    /* seconds a TCP probe of `check` may take */
 #define CONTROL_FILE_MAX (16 << 20) /* bytes read from one control file */
 
 /* What a path is, as a junction. */

@@ -24,6 +24,7 @@
 
 #include "fedfuse/junction.h"
 #include "fedfuse/location.h"
+#include "fedfuse/plugins.h"
 #include "tools/fedfuse-junction.h"
 #include "fedfuse/readfile.h"
 
@@ -185,7 +186,7 @@ static int add_fedfs(const char *path, const char *p, GPtrArray *locs)
 		tool_complain("%s: %s", p, g_strerror(errno));
 		goto out_undo;
 	}
-	xml = ff_junction_format_fedfs(locs, st.st_mode & 07777, &msg);
+	xml = ff_junction_format_fedfs(locs, st.st_mode & 07777, ff_plugin_server_port, NULL, &msg);
 	if (!xml) { /* checked before, but the writer has the last word */
 		tool_complain("%s", msg);
 		goto out_undo;
@@ -327,9 +328,10 @@ int cmd_add(int argc, char **argv)
 	for (guint i = 1; i < args->len; i++) {
 		struct ff_location *loc = g_new0(struct ff_location, 1);
 
-		if (!ff_location_parse(g_ptr_array_index(args, i), loc, &msg)) {
+		if (!ff_location_parse(g_ptr_array_index(args, i), loc, &msg) ||
+		    ff_plugin_check_location(&loc->spec, NULL, &msg) < 0) {
 			tool_complain("%s", msg);
-			g_free(loc);
+			ff_location_free(loc);
 			goto out_free;
 		}
 		for (guint k = 0; k < locs->len; k++) {
@@ -347,7 +349,7 @@ int cmd_add(int argc, char **argv)
 	}
 	/* every location must fit the format before anything on disk changes */
 	if (format == FF_JUNCTION_FEDFS)
-		value = ff_junction_format_fedfs(locs, 0755, &msg);
+		value = ff_junction_format_fedfs(locs, 0755, ff_plugin_server_port, NULL, &msg);
 	else if (format == FF_JUNCTION_MSDFS)
 		value = ff_junction_format_msdfs(locs, &msg);
 	else

@@ -23,23 +23,11 @@
 
 #include "fedfuse/junction.h"
 #include "fedfuse/location.h"
+#include "fedfuse/plugins.h"
 #include "tools/fedfuse-junction.h"
 #include "fedfuse/readfile.h"
 
 /* ---- check --------------------------------------------------------------------------------- */
-
-/* The TCP port a location's server answers on; -1 when its nfsport= is malformed. */
-static int location_port(const struct ff_location_spec *spec)
-{
-	int n;
-
-	if (spec->port)
-		return spec->port;
-	if (strcmp(spec->scheme, "nfs") != 0)
-		return SMB_PORT;
-	n = ff_location_port_option(spec, "nfsport");
-	return n == 0 ? FF_JUNCTION_NFS_PORT : n;
-}
 
 /* Connect to one address within `timeout_ms`. 0 or -errno. */
 static int tcp_connect(const struct addrinfo *ai, int timeout_ms)
@@ -83,8 +71,8 @@ static bool probe(const struct ff_location_spec *spec, double timeout)
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG };
 	struct addrinfo *res = NULL;
 	gint64 start = g_get_monotonic_time();
-	char port[16];
-	int rc = -EHOSTUNREACH, gai;
+	char port[16], *msg = NULL;
+	int rc = -EHOSTUNREACH, gai, n;
 
 	if (strcmp(spec->scheme, "file") == 0) {
 		struct stat st;
@@ -102,11 +90,13 @@ static bool probe(const struct ff_location_spec *spec, double timeout)
 		g_free(p);
 		return ok;
 	}
-	if (location_port(spec) < 0) {
-		printf("FAIL  %s: nfsport= is not a port number\n", spec->uri);
+	n = ff_plugin_server_port(spec, NULL, &msg);
+	if (n <= 0) {
+		printf("FAIL  %s: %s\n", spec->uri, n < 0 ? msg : "no server to probe");
+		g_free(msg);
 		return false;
 	}
-	g_snprintf(port, sizeof(port), "%d", location_port(spec));
+	g_snprintf(port, sizeof(port), "%d", n);
 	gai = getaddrinfo(spec->host, port, &hints, &res);
 	if (gai != 0) {
 		printf("FAIL  %s: cannot resolve %s: %s\n", spec->uri, spec->host,

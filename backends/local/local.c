@@ -94,7 +94,9 @@ int local_fh_fd(ff_fh *fh)
 
 static int local_check(const struct ff_location_spec *spec, char **msg)
 {
-	if ((spec->host && spec->host[0]) || spec->port) {
+	/* RFC 8089: an empty host and "localhost" both mean this machine */
+	if ((spec->host && spec->host[0] && g_ascii_strcasecmp(spec->host, "localhost") != 0) ||
+	    spec->port) {
 		*msg = g_strdup_printf("file:// location %s names a host: write file:///path",
 				       spec->uri);
 		return -EINVAL;

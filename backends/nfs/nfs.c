@@ -140,6 +140,14 @@ static int nfs_check(const struct ff_location_spec *spec, char **msg)
 	return parse_location(spec, &p, msg);
 }
 
+static int nfs_server_port(const struct ff_location_spec *spec, char **msg)
+{
+	struct nfs_params p;
+	int rc = parse_location(spec, &p, msg);
+
+	return rc ? rc : p.nfsport ? p.nfsport : NFS_PORT;
+}
+
 /* ---- helpers --------------------------------------------------------------------------------- */
 
 char *nfs_pnode_path(struct nfs_loc *loc, struct ff_pathnode *pn, const char *child)
@@ -285,6 +293,7 @@ static void loc_free(struct nfs_loc *loc)
 	g_free(loc->prefix);
 	if (loc->tree)
 		ff_pathtree_free(loc->tree);
+	nfs4_fhcache_free(loc->fhc);
 	g_mutex_clear(&loc->node_lock);
 	g_free(loc);
 }
@@ -368,6 +377,8 @@ static int nfs_mount_loc(const struct ff_location_spec *spec, const struct ff_no
 	if (rc)
 		goto out_free;
 	loc->tree = ff_pathtree_new();
+	if (loc->version == 4)
+		loc->fhc = nfs4_fhcache_new(spec->attr_timeout);
 	*locp = loc;
 	return 0;
 
@@ -439,6 +450,7 @@ static const struct ff_backend_ops nfs_ops = {
 	.statfs = nfs_statfs_loc,
 
 	.attach = nfs_attach,
+	.server_port = nfs_server_port,
 };
 
 __attribute__((visibility("default"))) const struct ff_backend fedfuse_backend = {

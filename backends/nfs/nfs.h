@@ -38,6 +38,7 @@ void nfs_free_nfsfh(struct nfsfh *nfsfh);
 void rpc_set_autoreconnect(struct rpc_context *rpc, int num_retries);
 
 #define NFS_DEFAULT_VERSION 3
+#define NFS_PORT 2049	      /* where the server answers unless the location says otherwise */
 #define NFS_CONNS_PER_CRED 4  /* contexts one credential may hold at once */
 #define NFS_CONNS_PER_LOC 64  /* and all credentials of one location together */
 #define NFS_IDLE_SECONDS 30   /* an idle context older than this is closed (NFSv4 leases) */
@@ -98,6 +99,7 @@ struct nfs_loc {
 	dev_t root_dev;	  /* st_dev of the location's root */
 	GMutex node_lock; /* ff_node.dir_st */
 	struct ff_pathtree *tree;
+	struct nfs4_fhcache *fhc; /* NFSv4 directories' filehandles, or NULL (nfs_v4_fhcache.c) */
 	struct nfs_pool pool;
 };
 
@@ -277,6 +279,9 @@ struct nfs_context *nfs_context_new(struct nfs_loc *loc, const struct nfs_ident 
 gint64 nfs_deadline(const struct nfs_loc *loc);
 /* Set the context's RPC timeout to what is left until `deadline`; -ETIMEDOUT when nothing is. */
 int nfs_set_deadline(struct nfs_context *nfs, gint64 deadline);
+/* When a call sent on the context now must have ended: libnfs expires each RPC after the
+ * context's timeout; a second more lets it say so. */
+gint64 nfs_call_deadline(struct nfs_context *nfs);
 /* Run the context's event loop until *done is set, or until `deadline`. Returns 0, or an error
  * when the connection failed (then pending callbacks have been called or never will be), or
  * -EINTR when the caller was interrupted (then the call is still pending: its callback runs
@@ -394,6 +399,10 @@ int nfs3_file_commit(struct nfs_context *nfs, struct nfsfh *fh, char verf[NFS_VE
 /* Attributes of `path` (below the server's pseudo root, lstat semantics) with fsid and rawdev,
  * which libnfs 4.0 leaves out. */
 int nfs4_getattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, struct stat *st);
+/* The filehandles of directories by their server path, trusted for `ttl` seconds: a COMPOUND
+ * on a path starts at the nearest one (PUTFH) instead of the server's root. NULL for ttl 0. */
+struct nfs4_fhcache *nfs4_fhcache_new(double ttl);
+void nfs4_fhcache_free(struct nfs4_fhcache *c);
 /* The server's largest READ and WRITE (FATTR4_MAXREAD, FATTR4_MAXWRITE; 0: not said). */
 int nfs4_maxio(struct nfs_context *nfs, uint64_t *maxread, uint64_t *maxwrite);
 /* SETATTR through the anonymous stateid: works on directories and symlinks too, unlike libnfs

@@ -85,6 +85,11 @@ void nfs_attach(const struct ff_host *h)
 	host = h;
 }
 
+gint64 nfs_call_deadline(struct nfs_context *nfs)
+{
+	return g_get_monotonic_time() + ((gint64)MAX(nfs_get_timeout(nfs), 0) + 1000) * 1000;
+}
+
 int nfs_event_step(struct nfs_context *nfs, gint64 deadline)
 {
 	struct pollfd pfd = { .fd = nfs_get_fd(nfs), .events = nfs_which_events(nfs) };

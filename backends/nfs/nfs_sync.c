@@ -107,8 +107,7 @@ static void call_cb(int status, struct nfs_context *nfs, void *data, void *priva
  * or leaves it to its callback. */
 static int call_wait(struct nfs_context *nfs, struct sync_call *c, int queued)
 {
-	gint64 deadline =
-		g_get_monotonic_time() + ((gint64)MAX(nfs_get_timeout(nfs), 0) + 1000) * 1000;
+	gint64 deadline = nfs_call_deadline(nfs);
 	int rc = 0;
 
 	if (queued != 0) { /* not sent: libnfs said why in its error string */

@@ -154,8 +154,7 @@ static void commit_cb(struct rpc_context *rpc, int status, void *data, void *pri
 /* Wait for the call's callback; on failure leave `c` to it. Returns its error. */
 static int v3_wait(struct nfs_context *nfs, struct v3_call *c)
 {
-	gint64 deadline =
-		g_get_monotonic_time() + ((gint64)MAX(nfs_get_timeout(nfs), 0) + 1000) * 1000;
+	gint64 deadline = nfs_call_deadline(nfs);
 	int rc = nfs_event_loop(nfs, &c->done, deadline);
 
 	if (rc && !c->done) {

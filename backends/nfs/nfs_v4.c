@@ -5,9 +5,12 @@
  * READLINK result has garbage after the target, its chmod/chown/utimes OPEN the object (fail on
  * directories, follow symlinks; utimes(NULL) crashes), its mknod makes no fifos, its unlink and
  * rmdir remove any type, and none of its calls takes a path longer than its 4096-byte encoding
- * buffer holds. Each COMPOUND here starts at the server's root: PUTROOTFH, one LOOKUP per
+ * buffer holds. Each COMPOUND here names its object by path: PUTROOTFH, one LOOKUP per
  * component (LOOKUP never follows a symlink), then the operation; a long path is walked in
- * pieces first (nfs4_ops_walk()). Open files: nfs_v4_file.c.
+ * pieces first (nfs4_ops_walk()). A directory whose filehandle was learnt within attr-timeout
+ * is started from instead (PUTFH, then the LOOKUPs below it): a stat ten directories deep is
+ * PUTFH, LOOKUP, GETFH, GETATTR rather than PUTROOTFH, ten LOOKUPs, GETATTR. Open files:
+ * nfs_v4_file.c; attributes in XDR: nfs_v4_attr.c.
  */
 #include <errno.h>
 #include <poll.h>
@@ -43,187 +46,6 @@ static uint32_t v4_readdir_request[2] = {
 		(1u << (FATTR4_TIME_METADATA - 32)) | (1u << (FATTR4_TIME_MODIFY - 32)) |
 		(1u << (FATTR4_MOUNTED_ON_FILEID - 32)),
 };
-
-/* ---- XDR reading of fattr4 values ------------------------------------------------------------ */
-
-struct xdr_in {
-	const unsigned char *p, *end;
-};
-
-static int get_u32(struct xdr_in *x, uint32_t *v)
-{
-	if (x->end - x->p < 4)
-		return -EPROTO;
-	*v = (uint32_t)x->p[0] << 24 | (uint32_t)x->p[1] << 16 | (uint32_t)x->p[2] << 8 | x->p[3];
-	x->p += 4;
-	return 0;
-}
-
-static int get_u64(struct xdr_in *x, uint64_t *v)
-{
-	uint32_t hi, lo;
-
-	if (get_u32(x, &hi) || get_u32(x, &lo))
-		return -EPROTO;
-	*v = (uint64_t)hi << 32 | lo;
-	return 0;
-}
-
-/* An owner or group: a number with Only_Numeric_Owners; anything else becomes nobody. */
-static int get_owner(struct xdr_in *x, uint32_t *id)
-{
-	uint32_t len, padded;
-	char buf[16];
-
-	if (get_u32(x, &len))
-		return -EPROTO;
-	padded = (len + 3) & ~3u;
-	if (len > 1024 || (size_t)(x->end - x->p) < padded)
-		return -EPROTO;
-	*id = 65534;
-	if (len > 0 && len < sizeof(buf)) {
-		char *end;
-		unsigned long v;
-
-		memcpy(buf, x->p, len);
-		buf[len] = '\0';
-		v = strtoul(buf, &end, 10);
-		if (*end == '\0' && buf[0] >= '0' && buf[0] <= '9' && v <= UINT32_MAX)
-			*id = (uint32_t)v;
-	}
-	x->p += padded;
-	return 0;
-}
-
-static int get_time(struct xdr_in *x, struct timespec *ts)
-{
-	uint64_t sec;
-	uint32_t nsec;
-
-	if (get_u64(x, &sec) || get_u32(x, &nsec))
-		return -EPROTO;
-	ts->tv_sec = (time_t)(int64_t)sec;
-	ts->tv_nsec = nsec < 1000000000 ? nsec : 0;
-	return 0;
-}
-
-static mode_t v4_type_mode(uint32_t type)
-{
-	switch (type) {
-	case NF4REG:
-		return S_IFREG;
-	case NF4DIR:
-		return S_IFDIR;
-	case NF4BLK:
-		return S_IFBLK;
-	case NF4CHR:
-		return S_IFCHR;
-	case NF4LNK:
-		return S_IFLNK;
-	case NF4SOCK:
-		return S_IFSOCK;
-	case NF4FIFO:
-		return S_IFIFO;
-	default:
-		return S_IFREG;
-	}
-}
-
-/* Decode a fattr4 answering v4_attr_request or v4_readdir_request into `st`. *full (when not
- * NULL) tells whether the server sent the attributes, rather than an rdattr_error and whatever
- * it could: then `st` has st_ino and the type if they came, zeros otherwise. */
-static int decode_fattr4(const fattr4 *fa, struct stat *st, bool *full)
-{
-	struct xdr_in x = { (const unsigned char *)fa->attr_vals.attrlist4_val,
-			    (const unsigned char *)fa->attr_vals.attrlist4_val +
-				    fa->attr_vals.attrlist4_len };
-	uint32_t type = NF4REG, mode = 0, rderr = NFS4_OK;
-	bool have_type = false;
-
-	memset(st, 0, sizeof(*st));
-	st->st_blksize = NFS_XFER_MAX;
-	for (unsigned int bit = 0; bit < 32 * fa->attrmask.bitmap4_len && bit < 64; bit++) {
-		uint64_t u64 = 0, minor = 0;
-		uint32_t u32 = 0, u32b = 0;
-		int rc = 0;
-
-		if (!(fa->attrmask.bitmap4_val[bit / 32] & (1u << (bit % 32))))
-			continue;
-		switch (bit) {
-		case FATTR4_TYPE:
-			rc = get_u32(&x, &type);
-			have_type = true;
-			break;
-		case FATTR4_SIZE:
-			rc = get_u64(&x, &u64);
-			st->st_size = (off_t)u64;
-			break;
-		case FATTR4_FSID:
-			rc = get_u64(&x, &u64) ?: get_u64(&x, &minor);
-			st->st_dev = (dev_t)(u64 ^ (minor << 32 | minor >> 32));
-			break;
-		case FATTR4_RDATTR_ERROR:
-			rc = get_u32(&x, &rderr);
-			break;
-		case FATTR4_FILEID:
-			rc = get_u64(&x, &u64);
-			st->st_ino = (ino_t)u64;
-			break;
-		case FATTR4_MODE:
-			rc = get_u32(&x, &mode);
-			break;
-		case FATTR4_NUMLINKS:
-			rc = get_u32(&x, &u32);
-			st->st_nlink = u32;
-			break;
-		case FATTR4_OWNER:
-			rc = get_owner(&x, &u32);
-			st->st_uid = u32;
-			break;
-		case FATTR4_OWNER_GROUP:
-			rc = get_owner(&x, &u32);
-			st->st_gid = u32;
-			break;
-		case FATTR4_RAWDEV:
-			rc = get_u32(&x, &u32) ?: get_u32(&x, &u32b);
-			st->st_rdev = makedev(u32, u32b);
-			break;
-		case FATTR4_SPACE_USED:
-			rc = get_u64(&x, &u64);
-			st->st_blocks = (blkcnt_t)((u64 + 511) / 512);
-			break;
-		case FATTR4_TIME_ACCESS:
-			rc = get_time(&x, &st->st_atim);
-			break;
-		case FATTR4_TIME_METADATA:
-			rc = get_time(&x, &st->st_ctim);
-			break;
-		case FATTR4_TIME_MODIFY:
-			rc = get_time(&x, &st->st_mtim);
-			break;
-		case FATTR4_MOUNTED_ON_FILEID: /* after FATTR4_FILEID, which it never replaces */
-			rc = get_u64(&x, &u64);
-			if (st->st_ino == 0)
-				st->st_ino = (ino_t)u64;
-			break;
-		default:
-			return -EPROTO; /* not asked for: its size is unknown */
-		}
-		if (rc)
-			return rc;
-	}
-	if (!full) { /* GETATTR, which asks for no rdattr_error */
-		if (rderr != NFS4_OK)
-			return nfs4_status_errno((int)rderr);
-		st->st_mode = v4_type_mode(type) | (mode & 07777);
-		return 0;
-	}
-	*full = rderr == NFS4_OK && have_type;
-	st->st_mode = have_type ? v4_type_mode(type) : 0;
-	if (*full)
-		st->st_mode |= mode & 07777;
-	return 0;
-}
 
 /*
  * Decoded results are read through copies. libnfs' ZDR decoder allocates every variable-length
@@ -311,10 +133,12 @@ void nfs4_ops_free(struct v4_ops *o)
 {
 	g_free(o->op);
 	g_ptr_array_free(o->keep, TRUE);
+	if (o->cached)
+		g_array_free(o->cached, TRUE);
 }
 
 /* What a LOOKUP of `name` takes in the encoded COMPOUND. */
-static size_t lookup_bytes(const char *name)
+size_t nfs4_lookup_bytes(const char *name)
 {
 	return 8 + (strlen(name) + 3) / 4 * 4;
 }
@@ -362,17 +186,26 @@ void nfs4_ops_putfh(struct v4_ops *o, const void *fh, size_t len)
 	add_putfh(o, copy, len);
 }
 
+/* A walk that started at a kept directory's filehandle: the index of its PUTFH, and the key
+ * (nfs_v4_fhcache.c). */
+struct v4_cached {
+	unsigned int index;
+	char *key;	/* in o->keep */
+	gint64 expires; /* what is learnt from it is trusted no longer */
+};
+
 /*
  * Append "start at `full`" to the COMPOUND: PUTROOTFH and a LOOKUP per component. A long path
  * would not fit: libnfs 4.0 encodes a COMPOUND into 4096 bytes, and servers cap the operations
  * in one (nfs-ganesha: 100). So when the LOOKUPs would take more than `tail` bytes or
  * V4_TAIL_OPS operations, the leading components are walked first, V4_WALK_OPS at a time, in
  * COMPOUNDs of their own that end in GETFH, and this one starts from that filehandle (PUTFH).
- * LOOKUP never follows a symlink.
+ * LOOKUP never follows a symlink. With o->loc, a kept directory on the way is started from
+ * (when the rest fits), and noted in o->cached for v4_run().
  */
 int nfs4_ops_walk(struct v4_ops *o, struct nfs_context *nfs, const char *full, size_t tail)
 {
-	char *path = g_strdup(full), *save;
+	char *path = g_strdup(full), *save, *key = NULL;
 	GPtrArray *names = g_ptr_array_new();
 	GByteArray *fh = NULL;
 	size_t bytes = 0;
@@ -382,7 +215,36 @@ int nfs4_ops_walk(struct v4_ops *o, struct nfs_context *nfs, const char *full, s
 	g_ptr_array_add(o->keep, path);
 	for (char *tok = strtok_r(path, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
 		g_ptr_array_add(names, tok);
-		bytes += lookup_bytes(tok);
+		bytes += nfs4_lookup_bytes(tok);
+	}
+	if (o->loc && o->loc->fhc) {
+		GByteArray *kept = g_byte_array_new();
+		size_t rest = 0;
+		gint64 expires;
+		guint depth;
+
+		if (nfs4_fhc_nearest(o->loc->fhc, names, o->walk_above, &depth, kept, &key,
+				     &expires)) {
+			for (guint i = depth; i < names->len; i++)
+				rest += nfs4_lookup_bytes(names->pdata[i]);
+			if (names->len - depth <= V4_TAIL_OPS && rest <= tail) {
+				struct v4_cached c = { .index = o->n,
+						       .key = key,
+						       .expires = expires };
+
+				if (!o->cached)
+					o->cached = g_array_new(FALSE, FALSE, sizeof(c));
+				g_array_append_val(o->cached, c);
+				g_ptr_array_add(o->keep, key);
+				nfs4_ops_putfh(o, kept->data, kept->len);
+				for (guint i = depth; i < names->len; i++)
+					add_lookup(o, names->pdata[i]);
+				g_byte_array_free(kept, TRUE);
+				goto out;
+			}
+			g_free(key);
+		}
+		g_byte_array_free(kept, TRUE);
 	}
 	while (names->len - first > V4_TAIL_OPS || bytes > tail) {
 		struct v4_ops w;
@@ -391,9 +253,9 @@ int nfs4_ops_walk(struct v4_ops *o, struct nfs_context *nfs, const char *full, s
 		nfs4_ops_init(&w);
 		add_putfh(&w, fh ? fh->data : NULL, fh ? fh->len : 0);
 		while (first < names->len && w.n - 1 < V4_WALK_OPS &&
-		       chunk + lookup_bytes(names->pdata[first]) <= V4_WALK_BYTES) {
-			chunk += lookup_bytes(names->pdata[first]);
-			bytes -= lookup_bytes(names->pdata[first]);
+		       chunk + nfs4_lookup_bytes(names->pdata[first]) <= V4_WALK_BYTES) {
+			chunk += nfs4_lookup_bytes(names->pdata[first]);
+			bytes -= nfs4_lookup_bytes(names->pdata[first]);
 			add_lookup(&w, names->pdata[first++]);
 		}
 		nfs4_ops_add(&w, OP_GETFH);
@@ -418,11 +280,13 @@ out:
 }
 
 /* A COMPOUND that starts at `full` (see nfs4_ops_walk()), with the default room. */
-static int v4_ops_at(struct v4_ops *o, struct nfs_context *nfs, const char *full)
+static int v4_ops_at(struct v4_ops *o, struct nfs_loc *loc, struct nfs_context *nfs,
+		     const char *full)
 {
 	int rc;
 
 	nfs4_ops_init(o);
+	o->loc = loc;
 	rc = nfs4_ops_walk(o, nfs, full, V4_TAIL_BYTES);
 	if (rc)
 		nfs4_ops_free(o);
@@ -441,25 +305,12 @@ void nfs4_ops_getattr(struct v4_ops *o)
 
 static int decode_maxio(struct v4_call *c, COMPOUND4res *res, int err)
 {
-	uint64_t *max = c->arg; /* maxread, maxwrite */
 	nfs_resop4 r;
-	const fattr4 *fa;
-	struct xdr_in x;
 
 	if (!nfs4_find_res(res, OP_GETATTR, true, &r) || r.nfs_resop4_u.opgetattr.status != NFS4_OK)
 		return -EPROTO;
-	fa = &r.nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes;
-	x = (struct xdr_in){ (const unsigned char *)fa->attr_vals.attrlist4_val,
-			     (const unsigned char *)fa->attr_vals.attrlist4_val +
-				     fa->attr_vals.attrlist4_len };
-	/* in bit order; a server may leave either out */
-	for (int bit = FATTR4_MAXREAD; bit <= FATTR4_MAXWRITE; bit++) {
-		if (fa->attrmask.bitmap4_len < 1 || !(fa->attrmask.bitmap4_val[0] & (1u << bit)))
-			continue;
-		if (get_u64(&x, &max[bit - FATTR4_MAXREAD]))
-			return -EPROTO;
-	}
-	return 0;
+	return nfs4_decode_maxio(&r.nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes,
+				 c->arg);
 }
 
 int nfs4_maxio(struct nfs_context *nfs, uint64_t *maxread, uint64_t *maxwrite)
@@ -570,12 +421,11 @@ int nfs4_compound_send(struct rpc_context *rpc, rpc_cb cb, COMPOUND4args *args, 
 }
 
 /* Send the COMPOUND and wait for its answer; decode runs inside the callback. */
-static int v4_run(struct nfs_context *nfs, struct v4_ops *o, v4_decode_fn decode, void *arg,
-		  bool decode_always)
+static int v4_run_once(struct nfs_context *nfs, struct v4_ops *o, v4_decode_fn decode, void *arg,
+		       bool decode_always)
 {
 	struct v4_call *c = g_new0(struct v4_call, 1);
 	COMPOUND4args args;
-	gint64 deadline;
 	int rc;
 
 	memset(&args, 0, sizeof(args));
@@ -592,15 +442,63 @@ static int v4_run(struct nfs_context *nfs, struct v4_ops *o, v4_decode_fn decode
 		/* -2: the arguments did not fit libnfs' 4096-byte encoding buffer */
 		return rc == -2 ? -ENAMETOOLONG : -ENOMEM;
 	}
-	/* libnfs expires the RPC after its timeout; give it a second more to say so. */
-	deadline = g_get_monotonic_time() + ((gint64)MAX(nfs_get_timeout(nfs), 0) + 1000) * 1000;
-	rc = nfs_event_loop(nfs, &c->done, deadline);
+	rc = nfs_event_loop(nfs, &c->done, nfs_call_deadline(nfs));
 	if (rc && !c->done) {
 		c->abandoned = true; /* its callback frees it, if it ever runs */
 		return rc;
 	}
 	rc = c->err;
 	g_free(c);
+	return rc;
+}
+
+/* Replace each PUTFH of a kept directory by PUTROOTFH and the LOOKUPs of its path. */
+static void v4_unkeep(struct v4_ops *o)
+{
+	nfs_argop4 *old = o->op;
+	unsigned int n = o->n;
+
+	o->op = NULL;
+	o->n = o->max = 0;
+	for (unsigned int i = 0; i < n; i++) {
+		const struct v4_cached *c = NULL;
+
+		for (guint k = 0; o->cached && k < o->cached->len && !c; k++)
+			if (g_array_index(o->cached, struct v4_cached, k).index == i)
+				c = &g_array_index(o->cached, struct v4_cached, k);
+		if (!c) {
+			*nfs4_ops_add(o, old[i].argop) = old[i];
+			continue;
+		}
+		add_putfh(o, NULL, 0);
+		for (char *name = c->key + 1; *name;) {
+			char *end = strchrnul(name, '/');
+			char *part = g_strndup(name, (gsize)(end - name));
+
+			g_ptr_array_add(o->keep, part);
+			add_lookup(o, part);
+			name = *end ? end + 1 : end;
+		}
+	}
+	g_free(old);
+	g_array_set_size(o->cached, 0);
+}
+
+/* Run the COMPOUND. A kept directory's filehandle the server calls stale (the directory was
+ * removed, or the server restarted with a new export) is forgotten, and the COMPOUND runs once
+ * more from the root: a stale filehandle never reaches the caller for a path that exists. */
+static int v4_run(struct nfs_context *nfs, struct v4_ops *o, v4_decode_fn decode, void *arg,
+		  bool decode_always)
+{
+	int rc = v4_run_once(nfs, o, decode, arg, decode_always);
+
+	if (rc == -ESTALE && o->cached && o->cached->len > 0) {
+		for (guint k = 0; k < o->cached->len; k++)
+			nfs4_fhc_drop(o->loc->fhc,
+				      g_array_index(o->cached, struct v4_cached, k).key, false);
+		v4_unkeep(o);
+		rc = v4_run_once(nfs, o, decode, arg, decode_always);
+	}
 	return rc;
 }
 
@@ -621,8 +519,8 @@ int nfs4_decode_getattr_res(const COMPOUND4res *res, struct stat *st)
 	/* the last GETATTR (after SETATTR or CREATE, the object's) */
 	if (!nfs4_find_res(res, OP_GETATTR, true, &r) || r.nfs_resop4_u.opgetattr.status != NFS4_OK)
 		return -EPROTO;
-	return decode_fattr4(&r.nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes, st,
-			     NULL);
+	return nfs4_decode_fattr(&r.nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes, st,
+				 NULL);
 }
 
 static int decode_getattr(struct v4_call *c, COMPOUND4res *res, int err)
@@ -630,56 +528,62 @@ static int decode_getattr(struct v4_call *c, COMPOUND4res *res, int err)
 	return c->arg ? nfs4_decode_getattr_res(res, c->arg) : 0;
 }
 
+struct getattr_out {
+	struct stat *st;
+	GByteArray *fh;
+};
+
+static int decode_getattr_fh(struct v4_call *c, COMPOUND4res *res, int err)
+{
+	struct getattr_out *out = c->arg;
+	int rc = nfs4_decode_getattr_res(res, out->st);
+
+	if (rc == 0 && S_ISDIR(out->st->st_mode) && out->fh)
+		decode_getfh(&(struct v4_call){ .arg = out->fh }, res, 0);
+	return rc;
+}
+
+/* The attributes of `path`; a directory's filehandle is kept on the way (nfs4_fhcache). */
 int nfs4_getattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, struct stat *st)
 {
+	struct getattr_out out = { .st = st, .fh = loc->fhc ? g_byte_array_new() : NULL };
+	gint64 not_after = 0;
 	struct v4_ops o;
 	int rc;
 
-	rc = v4_ops_at(&o, nfs, path);
-	if (rc)
-		return rc;
+	/* Not from the path's own filehandle: its last name is looked up again, so that what is
+	 * kept follows a directory renamed or replaced by others (and is not kept alive by its
+	 * own use). */
+	nfs4_ops_init(&o);
+	o.loc = loc;
+	o.walk_above = true;
+	rc = nfs4_ops_walk(&o, nfs, path, V4_TAIL_BYTES);
+	if (rc) {
+		nfs4_ops_free(&o);
+		goto out_free;
+	}
+	if (out.fh)
+		nfs4_ops_add(&o, OP_GETFH);
 	nfs4_ops_getattr(&o);
-	rc = nfs4_ops_run(nfs, &o, decode_getattr, st);
+	rc = nfs4_ops_run(nfs, &o, decode_getattr_fh, &out);
+	/* learnt from a kept directory: trusted no longer than what it was learnt from, so that
+	 * every kept path is checked from the root once per attr-timeout */
+	for (guint k = 0; o.cached && k < o.cached->len; k++) {
+		gint64 e = g_array_index(o.cached, struct v4_cached, k).expires;
+
+		if (not_after == 0 || e < not_after)
+			not_after = e;
+	}
 	nfs4_ops_free(&o);
+	if (rc == 0 && out.fh && out.fh->len > 0)
+		nfs4_fhc_put(loc->fhc, path, out.fh->data, out.fh->len, not_after);
+out_free:
+	if (out.fh)
+		g_byte_array_free(out.fh, TRUE);
 	return rc;
 }
 
 /* ---- SETATTR --------------------------------------------------------------------------------- */
-
-void nfs4_put_u32(GByteArray *b, uint32_t v)
-{
-	unsigned char c[4] = { v >> 24, v >> 16, v >> 8, v };
-
-	g_byte_array_append(b, c, 4);
-}
-
-static void put_u64(GByteArray *b, uint64_t v)
-{
-	nfs4_put_u32(b, (uint32_t)(v >> 32));
-	nfs4_put_u32(b, (uint32_t)v);
-}
-
-static void put_string(GByteArray *b, const char *s)
-{
-	static const unsigned char zero[3];
-	size_t len = strlen(s);
-
-	nfs4_put_u32(b, (uint32_t)len);
-	g_byte_array_append(b, (const unsigned char *)s, (guint)len);
-	if (len % 4)
-		g_byte_array_append(b, zero, (guint)(4 - len % 4));
-}
-
-static void put_settime(GByteArray *b, bool now, const struct timespec *ts)
-{
-	if (now) {
-		nfs4_put_u32(b, SET_TO_SERVER_TIME4);
-		return;
-	}
-	nfs4_put_u32(b, SET_TO_CLIENT_TIME4);
-	put_u64(b, (uint64_t)(int64_t)ts->tv_sec);
-	nfs4_put_u32(b, (uint32_t)ts->tv_nsec);
-}
 
 int nfs4_setattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
 		 const struct stat *attr, unsigned int to_set, struct stat *st)
@@ -694,7 +598,7 @@ int nfs4_setattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
 	/* values in the order of their attribute numbers */
 	if (to_set & FF_SET_SIZE) {
 		mask[0] |= 1u << FATTR4_SIZE;
-		put_u64(vals, (uint64_t)attr->st_size);
+		nfs4_put_u64(vals, (uint64_t)attr->st_size);
 	}
 	if (to_set & FF_SET_MODE) {
 		mask[1] |= 1u << (FATTR4_MODE - 32);
@@ -703,23 +607,23 @@ int nfs4_setattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
 	if (to_set & FF_SET_UID) {
 		mask[1] |= 1u << (FATTR4_OWNER - 32);
 		g_snprintf(num, sizeof(num), "%u", (unsigned int)attr->st_uid);
-		put_string(vals, num);
+		nfs4_put_string(vals, num);
 	}
 	if (to_set & FF_SET_GID) {
 		mask[1] |= 1u << (FATTR4_OWNER_GROUP - 32);
 		g_snprintf(num, sizeof(num), "%u", (unsigned int)attr->st_gid);
-		put_string(vals, num);
+		nfs4_put_string(vals, num);
 	}
 	if (to_set & (FF_SET_ATIME | FF_SET_ATIME_NOW)) {
 		mask[1] |= 1u << (FATTR4_TIME_ACCESS_SET - 32);
-		put_settime(vals, to_set & FF_SET_ATIME_NOW, &attr->st_atim);
+		nfs4_put_settime(vals, to_set & FF_SET_ATIME_NOW, &attr->st_atim);
 	}
 	if (to_set & (FF_SET_MTIME | FF_SET_MTIME_NOW)) {
 		mask[1] |= 1u << (FATTR4_TIME_MODIFY_SET - 32);
-		put_settime(vals, to_set & FF_SET_MTIME_NOW, &attr->st_mtim);
+		nfs4_put_settime(vals, to_set & FF_SET_MTIME_NOW, &attr->st_mtim);
 	}
 
-	rc = v4_ops_at(&o, nfs, path);
+	rc = v4_ops_at(&o, loc, nfs, path);
 	if (rc)
 		goto out_vals;
 	if (mask[0] || mask[1]) {
@@ -755,6 +659,7 @@ int nfs4_create(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, 
 	if (target && strlen(target) > V4_TAIL_BYTES)
 		tail = 0; /* a long target leaves no room for LOOKUPs: start at the directory */
 	nfs4_ops_init(&o);
+	o.loc = loc;
 	rc = nfs4_ops_walk(&o, nfs, dir, tail);
 	if (rc)
 		goto out_free;
@@ -805,14 +710,15 @@ out_free:
 
 /* `first`, SAVEFH, `second`, then `op` (LINK or RENAME) with its names: the saved filehandle
  * is the source, the current one the target directory. */
-static int two_paths(struct nfs_context *nfs, const char *first, const char *second,
-		     nfs_opnum4 opnum, const char *oldname, const char *newname)
+static int two_paths(struct nfs_loc *loc, struct nfs_context *nfs, const char *first,
+		     const char *second, nfs_opnum4 opnum, const char *oldname, const char *newname)
 {
 	struct v4_ops o;
 	nfs_argop4 *op;
 	int rc;
 
 	nfs4_ops_init(&o);
+	o.loc = loc;
 	rc = nfs4_ops_walk(&o, nfs, first, V4_TAIL_BYTES);
 	if (rc)
 		goto out_free;
@@ -840,13 +746,23 @@ out_free:
 int nfs4_link(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, const char *newdir,
 	      const char *newname)
 {
-	return two_paths(nfs, path, newdir, OP_LINK, NULL, newname);
+	return two_paths(loc, nfs, path, newdir, OP_LINK, NULL, newname);
 }
 
+/* A directory renamed, or replaced by the rename, takes what is below it along: its kept
+ * filehandles are forgotten (whether the RENAME worked or not: it may have, unanswered). */
 int nfs4_rename(struct nfs_loc *loc, struct nfs_context *nfs, const char *olddir,
 		const char *oldname, const char *newdir, const char *newname)
 {
-	return two_paths(nfs, olddir, newdir, OP_RENAME, oldname, newname);
+	char *from = g_build_filename(olddir, oldname, NULL),
+	     *to = g_build_filename(newdir, newname, NULL);
+	int rc = two_paths(loc, nfs, olddir, newdir, OP_RENAME, oldname, newname);
+
+	nfs4_fhc_drop(loc->fhc, from, true);
+	nfs4_fhc_drop(loc->fhc, to, true);
+	g_free(from);
+	g_free(to);
+	return rc;
 }
 
 /* ---- READLINK ------------------------------------------------------------------------------ */
@@ -881,7 +797,7 @@ ssize_t nfs4_readlink(struct nfs_loc *loc, struct nfs_context *nfs, const char *
 	struct v4_ops o;
 	int rc;
 
-	rc = v4_ops_at(&o, nfs, path);
+	rc = v4_ops_at(&o, loc, nfs, path);
 	if (rc)
 		return rc;
 	nfs4_ops_add(&o, OP_READLINK);
@@ -905,7 +821,7 @@ int nfs4_remove(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, 
 	struct v4_ops o;
 	int rc;
 
-	rc = v4_ops_at(&o, nfs, parent);
+	rc = v4_ops_at(&o, loc, nfs, parent);
 	if (rc)
 		goto out_free;
 	nfs4_ops_add(&o, OP_SAVEFH);
@@ -928,6 +844,8 @@ int nfs4_remove(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, 
 	if (rc == -EINVAL) /* NFS4ERR_NOT_SAME / NFS4ERR_SAME from the type check */
 		rc = dir ? -ENOTDIR : -EISDIR;
 	nfs4_ops_free(&o);
+	if (dir)
+		nfs4_fhc_drop(loc->fhc, path, true);
 out_free:
 	g_free(parent);
 	g_free(name);
@@ -973,7 +891,7 @@ static int decode_readdir(struct v4_call *c, COMPOUND4res *res, int err)
 			g_free(name);
 			continue;
 		}
-		rc = decode_fattr4(&e.attrs, &st, &full);
+		rc = nfs4_decode_fattr(&e.attrs, &st, &full);
 		if (rc == 0)
 			rc = s->cb(s->arg, name, &st, full);
 		g_free(name);
@@ -996,7 +914,7 @@ int nfs4_readdir(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
 		struct v4_ops o;
 		int rc;
 
-		rc = v4_ops_at(&o, nfs, path);
+		rc = v4_ops_at(&o, loc, nfs, path);
 		if (rc)
 			return rc;
 		ra = &nfs4_ops_add(&o, OP_READDIR)->nfs_argop4_u.opreaddir;

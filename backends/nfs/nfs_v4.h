@@ -24,8 +24,11 @@
 struct v4_ops {
 	nfs_argop4 *op;
 	unsigned int n, max;
-	GPtrArray *keep;    /* what the operations point into, freed with them */
-	nfs_opnum4 reached; /* after running: the last operation the server answered */
+	GPtrArray *keep;     /* what the operations point into, freed with them */
+	nfs_opnum4 reached;  /* after running: the last operation the server answered */
+	struct nfs_loc *loc; /* set before a walk: its directory filehandles may start it */
+	GArray *cached;	     /* struct v4_cached: the walks that started at one of those */
+	bool walk_above;     /* ...but never at the walked path's own */
 };
 
 struct v4_call;
@@ -70,7 +73,37 @@ int nfs4_compound_send(struct rpc_context *rpc, rpc_cb cb, COMPOUND4args *args, 
 		       size_t payload);
 /* Whether nfs4_compound_send() can carry a payload with this libnfs (checked once). */
 bool nfs4_big_compounds(struct rpc_context *rpc);
-/* XDR of an unsigned 32-bit value, for attribute lists. */
+/* What a LOOKUP of `name` takes in an encoded COMPOUND. */
+size_t nfs4_lookup_bytes(const char *name);
+
+/* ---- directories' filehandles (nfs_v4_fhcache.c) ------------------------------------------- */
+
+/* Keep the filehandle of the directory at server path `full` for the cache's time, and not
+ * past `not_after` (monotonic µs; 0: no such bound). Nothing is kept for the root, or for a
+ * path whose walk would not fit one COMPOUND's tail. */
+void nfs4_fhc_put(struct nfs4_fhcache *c, const char *full, const void *fh, guint len,
+		  gint64 not_after);
+/* Forget `full` and, with `below`, every path below it. */
+void nfs4_fhc_drop(struct nfs4_fhcache *c, const char *full, bool below);
+/* The kept directory nearest to the end of the path whose components are `names` (its first
+ * `*depth` components; fewer than all of them with `above`): its filehandle copied into `fh`,
+ * its key into *keyp (g_malloc'd), when it expires into *expires; false for none. */
+bool nfs4_fhc_nearest(struct nfs4_fhcache *c, GPtrArray *names, bool above, guint *depth,
+		      GByteArray *fh, char **keyp, gint64 *expires);
+
+/* ---- attributes in XDR (nfs_v4_attr.c) ----------------------------------------------------- */
+
+/* Decode a fattr4 answering the GETATTR of nfs4_ops_getattr() or a READDIR's entries into `st`.
+ * *full (when not NULL) tells whether the server sent the attributes, rather than an
+ * rdattr_error and whatever it could: then `st` has st_ino and the type if they came, zeros
+ * otherwise. */
+int nfs4_decode_fattr(const fattr4 *fa, struct stat *st, bool *full);
+/* maxread and maxwrite, where the server sent them (else left alone). */
+int nfs4_decode_maxio(const fattr4 *fa, uint64_t max[2]);
+/* XDR of attribute values: unsigned 32 and 64 bits, a string, a settime4. */
 void nfs4_put_u32(GByteArray *b, uint32_t v);
+void nfs4_put_u64(GByteArray *b, uint64_t v);
+void nfs4_put_string(GByteArray *b, const char *s);
+void nfs4_put_settime(GByteArray *b, bool now, const struct timespec *ts);
 
 #endif /* FEDFUSE_NFS_V4_H */

@@ -224,6 +224,7 @@ int nfs4_file_open(struct nfs_conn *conn, const char *full, int flags, bool crea
 		OPEN4args *oa;
 
 		nfs4_ops_init(&o);
+		o.loc = conn->loc;
 		rc = nfs4_ops_walk(&o, conn->nfs, dir, V4_TAIL_BYTES);
 		if (rc) {
 			nfs4_ops_free(&o);

@@ -328,6 +328,17 @@ static int smb_check(const struct ff_location_spec *spec, char **msg)
 	return rc;
 }
 
+static int smb_server_port(const struct ff_location_spec *spec, char **msg)
+{
+	struct smb_target t;
+	int rc = smb_parse_spec(spec, &t, msg);
+
+	if (rc == 0)
+		rc = t.port ? t.port : SMB_PORT;
+	smb_target_clear(&t);
+	return rc;
+}
+
 static void smb_loc_free(struct smb_loc *loc)
 {
 	if (!loc)
@@ -540,6 +551,7 @@ static const struct ff_backend_ops smb_ops = {
 	.listxattr = smb_listxattr,
 	.removexattr = smb_removexattr,
 	.attach = smb_attach,
+	.server_port = smb_server_port,
 };
 
 extern const struct ff_backend fedfuse_backend;

@@ -17,6 +17,8 @@
 #include "backends/backend.h"
 #include "backends/pathtree/pathtree.h"
 
+#define SMB_PORT 445		  /* SMB over TCP, tried first */
+#define SMB_NETBIOS_PORT 139	  /* SMB over NetBIOS, tried when SMB_PORT refuses */
 #define SMB_DEFAULT_CONNECTIONS 8 /* contexts per location unless ?connections=N */
 #define SMB_MAX_CONNECTIONS 64
 #define SMB_AUTH_HOLDOFF_US (60 * G_USEC_PER_SEC) /* no new logon for this long after one failed */
@@ -62,7 +64,7 @@ struct smb_pool {
 /* One mounted location. */
 struct smb_loc {
 	char *host;
-	int port; /* 0: libsmbclient's default (445, then 139) */
+	int port; /* 0: libsmbclient's default (SMB_PORT, then SMB_NETBIOS_PORT) */
 	char *share;
 	char *url;	/* "smb://host[:port]/share[/sub...]", percent-encoded, no trailing '/' */
 	char *display;	/* "//host[:port]/share[/sub]" for messages */

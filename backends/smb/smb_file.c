@@ -607,11 +607,10 @@ int smb_release(void *loc_, ff_fh *fh_)
 	/* Inside the gate until it has left loc->open: smb_rename_open() must not see it after.
 	 * No other operation of this handle runs any more: its fields may be read. */
 	g_rw_lock_reader_lock(&loc->gate);
+	/* No conn: its context died and no new one could be had; the server's handle died with
+	 * the connection. */
 	conn = fh->conn;
-	if (!conn) {
-		/* Its context died and no new one could be had: the server's handle died with
-		 * the connection. */
-	} else if (fh->file) {
+	if (conn && fh->file) {
 		rc = smb_pool_get_conn(&loc->pool, conn, true);
 		if (rc == 0) {
 			dirty = fh->dirty;
@@ -627,7 +626,7 @@ int smb_release(void *loc_, ff_fh *fh_)
 			smb_pool_file_closed(&loc->pool, conn);
 			rc = 0;
 		}
-	} else {
+	} else if (conn) {
 		smb_pool_file_closed(&loc->pool, conn); /* smb_flush() closed it */
 	}
 	times = smb_closed(loc, fh, dirty, tv);

@@ -322,9 +322,9 @@ static int smb_probe(struct smb_loc *loc, struct sockaddr_storage *peer)
 
 	if (loc->port)
 		return smb_probe_port(loc->host, loc->port, loc->timeout_ms, peer);
-	rc = smb_probe_port(loc->host, 445, loc->timeout_ms, peer);
+	rc = smb_probe_port(loc->host, SMB_PORT, loc->timeout_ms, peer);
 	if (rc == -ECONNREFUSED)
-		rc = smb_probe_port(loc->host, 139, loc->timeout_ms, peer);
+		rc = smb_probe_port(loc->host, SMB_NETBIOS_PORT, loc->timeout_ms, peer);
 	return rc;
 }
 

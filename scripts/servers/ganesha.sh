@@ -89,9 +89,13 @@ NFSV4 {
 LOG {
 	Default_Log_Level = EVENT;
 }
-# Tests change the exported folders directly too: make ganesha notice at once.
+# Tests change the exported folders directly too, as another client would: make ganesha notice
+# at once, as a server that owns its files does. Its directory-entry cache (Dir_Chunk) would
+# answer a LOOKUP from a directory's filehandle (how the kernel's client and our NFSv4 backend
+# look a name up) with names from before such a change; without it, LOOKUP asks the files.
 MDCACHE {
 	Use_Getattr_Directory_Invalidation = true;
+	Dir_Chunk = 0;
 }
 EXPORT_DEFAULTS {
 	Attr_Expiration_Time = 0;

@@ -32,12 +32,21 @@ static struct ff_junction *parse(const char *text, size_t size)
 #endif
 }
 
+#if FUZZ_JUNCTION == 2
+/* The FedFS parser writes nfs://HOST[:PORT]/PATH, no options: the nfs backend's port rule for
+ * those (which a fuzzer does not load) is the URI's port or NFS's own. */
+static int port_of(const struct ff_location_spec *spec, void *data, char **msg)
+{
+	return spec->port ? spec->port : FF_JUNCTION_NFS_PORT;
+}
+#endif
+
 static char *format(struct ff_junction *j)
 {
 #if FUZZ_JUNCTION == 1
 	return ff_junction_format_fedfuse(j->locations);
 #elif FUZZ_JUNCTION == 2
-	return ff_junction_format_fedfs(j->locations, j->mode, NULL);
+	return ff_junction_format_fedfs(j->locations, j->mode, port_of, NULL, NULL);
 #else
 	return ff_junction_format_msdfs(j->locations, NULL);
 #endif

@@ -571,16 +571,15 @@ def test_server_restarted_with_files_replaced(servers, trees, tmp_path, mount_fa
     assert read_file(os.path.join(t.dir, "d", "more")) == b"written after\n"
 
 
-
 @pytest.mark.parametrize("kind", ["nfs3", "nfs4"])
 def test_deep_paths_follow_directories_changed_on_the_server(servers, trees, mount_factory, kind):
     """Paths ten directories deep follow what happens to those directories on the server,
     once attr-timeout has passed: a directory renamed there leaves its old path to the new
     directory made under that name, the moved files are read at their new path, and a tree
     removed and made again (every filehandle below it stale) is read anew. Our own renames and
-    removals show at once. (A guard for issue 16's NFSv4-by-filehandle work: nfs-ganesha
-    answers a LOOKUP from a directory's filehandle with names it cached before a change made
-    directly in the export, where a walk from the root sees the change.)"""
+    removals show at once. On NFSv4 the daemon starts its calls at the directories'
+    filehandles it keeps for attr-timeout, not at the server's root: this is what holds that
+    cache to the kernel's own bound."""
     need_module(kind)
     t = trees(servers.env, kind)
     deep = os.path.join(*[f"d{i}" for i in range(10)])

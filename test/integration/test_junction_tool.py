@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import BUILDDIR
+from conftest import BUILDDIR, daemon_env
 
 TOOL = os.path.join(BUILDDIR, "tools", "fedfuse-junction")
 FEDFUSE_XATTR = "user.fedfuse.locations"
@@ -27,8 +27,9 @@ def tool(*args, status=0):
     """Run fedfuse-junction; it must exit with `status`. Returns (stdout, stderr)."""
     if not os.access(TOOL, os.X_OK):
         pytest.fail(f"{TOOL} is not built (set FEDFUSE_BUILDDIR)", pytrace=False)
+    # it loads the backends, as the daemon does, to check locations by their own rules
     p = subprocess.run([TOOL] + [str(a) for a in args], capture_output=True, text=True,
-                       stdin=subprocess.DEVNULL, timeout=60)
+                       stdin=subprocess.DEVNULL, timeout=60, env=daemon_env())
     assert p.returncode == status, (
         f"fedfuse-junction {' '.join(map(str, args))}: exit {p.returncode}, wanted {status}\n"
         f"stdout: {p.stdout}\nstderr: {p.stderr}")
@@ -382,7 +383,11 @@ def test_check(tmp_path):
 
 def test_add_errors(tmp_path):
     j = tmp_path / "j"
-    fails("add", j, "ftp://h/x", says="unknown scheme 'ftp' in 'ftp://h/x'")
+    fails("add", j, "ftp://h/x", says="backend 'ftp' is not available (no ftp.so in ")
+    # what a scheme needs past the URI rules, its backend says
+    fails("add", j, "smb://h/", says="smb URI 'smb://h/' names no share")
+    fails("add", j, "nfs://h/x?nfsport=0", says="nfsport=0: not a port number")
+    fails("add", j, "file://elsewhere/x", says="file:// location file://elsewhere/x names a host")
     fails("add", j, "nfs://h/a/../b", says="path '/a/../b' in 'nfs://h/a/../b' is not normalised")
     fails("add", j, "smb://user:secret@h/s", says="user name or password")
     fails("add", j, "file:///a", "file:///a", says="location 'file:///a' is given twice")

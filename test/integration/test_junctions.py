@@ -26,7 +26,7 @@ import time
 import pytest
 
 from conftest import BUILDDIR, KINDS, SERVERS_ENV, backend_module_present, read_servers_env
-from conftest import stop_or_fail, uri_below
+from conftest import daemon_env, stop_or_fail, uri_below
 from servers_util import (PrivateServers, drop_caches, drop_caches_and_settle, location_ops,
                           location_xattr, port_listens, read_stats, timed, total_calls)
 from util import expect_errno, mkdirs, namespace_text, read_file, wait_until, write_file
@@ -53,7 +53,7 @@ def junction_tool():
             os.mkdir(os.path.join(d, "probe"))
             p = subprocess.run([TOOL, "add", os.path.join(d, "probe"), "file:///tmp",
                                 "--format", "fedfuse"], capture_output=True, text=True,
-                               timeout=30, stdin=subprocess.DEVNULL)
+                               timeout=30, stdin=subprocess.DEVNULL, env=daemon_env())
             # The placeholder says so and fails; a real tool is used even if it fails.
             if not (p.returncode != 0 and "not written yet" in p.stderr):
                 tool = TOOL
@@ -123,7 +123,7 @@ def make_junction(path, locations, fmt):
     if tool:
         p = subprocess.run([tool, "add", path] + list(locations) + ["--format", fmt],
                            capture_output=True, text=True, timeout=60,
-                           stdin=subprocess.DEVNULL)
+                           stdin=subprocess.DEVNULL, env=daemon_env())
         assert p.returncode == 0, (f"fedfuse-junction add {path} {locations} --format {fmt}: "
                                    f"exit {p.returncode}\n{p.stdout}{p.stderr}")
         return "tool"

@@ -20,7 +20,9 @@
 
 #include "fedfuse/gateway.h"
 #include "fedfuse/location.h"
+#include "fedfuse/junction.h"
 #include "fedfuse/mount.h"
+#include "fedfuse/plugins.h"
 
 struct target {
 	const char *kind; /* names the test paths */
@@ -506,6 +508,125 @@ static void check_statfs(gconstpointer data)
 /* ---- targets ---------------------------------------------------------------------------- */
 
 /* KEY=VALUE from the test servers' environment file, or NULL. */
+/* ---- what each scheme's backend says of a location, without I/O ------------------------- */
+
+/* The rules past RFC 3986 are the backends': their check op refuses what their scheme cannot
+ * use, and server_port reads the port as they will connect. A backend this build lacks is
+ * skipped. */
+static void test_location_rules(void)
+{
+	static const struct {
+		const char *uri;
+		int port;	  /* what server_port says; -1: refused */
+		const char *says; /* in the message, when refused */
+	} cases[] = {
+		{ "file:///srv", 0, NULL },
+		{ "file://localhost/srv", 0, NULL },
+		{ "FILE://LocalHost/srv", 0, NULL },
+		{ "file://server/srv", -1, "names a host" },
+		{ "file://localhost:80/srv", -1, "names a host" },
+		{ "file:///a?x", -1, "has a query" },
+		{ "nfs://h/e", 2049, NULL },
+		{ "nfs://h/e?version=3", 2049, NULL },
+		{ "nfs://h:2050/e", 2050, NULL },
+		{ "nfs://h/e?nfsport=2050", 2050, NULL },
+		{ "nfs://h/e?version=4&nfsport=1", 1, NULL },
+		{ "nfs://h/e?nfsport=65535&mountport=20048", 65535, NULL },
+		{ "nfs://h/e?mountport=20048", 2049, NULL },
+		{ "nfs://h:3049/e?nfsport=3049", 3049, NULL },
+		{ "nfs://h:3049/e?nfsport=4049", -1, "gives port 3049 and nfsport=4049" },
+		{ "nfs:///export", -1, "names no server" },
+		{ "nfs://h/e?nfsportx=1", -1, "unknown key 'nfsportx'" },
+		{ "nfs://h/e?nfsport=0", -1, "not a port number" },
+		{ "nfs://h/e?nfsport=65536", -1, "not a port number" },
+		{ "nfs://h/e?nfsport=20x", -1, "not a port number" },
+		{ "nfs://h/e?nfsport=", -1, "not a port number" },
+		{ "nfs://h/e?nfsport=-1", -1, "not a port number" },
+		{ "nfs://h/e?nfsport=%2B1", -1, "not a port number" },
+		{ "nfs://h/e?nfsport=1&nfsport=2", -1, "given twice" },
+		{ "nfs://h/e?version=4&mountport=1", -1, "no MOUNT protocol" },
+		{ "smb://nas/share", 445, NULL },
+		{ "smb://nas:4445/share/dir", 4445, NULL },
+		{ "smb://nas/", -1, "names no share" },
+		{ "smb:///share", -1, "without a host" },
+		{ "smb://[::1]/share", -1, "no IPv6 literal" },
+		{ "mem://t/x", 0, NULL },
+		{ "ftp://h/x", -1, "backend 'ftp' is not available" },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		struct ff_location loc;
+		char *msg = NULL, *msg2 = NULL;
+		int rc, port;
+
+		if (!ff_location_parse(cases[i].uri, &loc, &msg))
+			g_error("%s: %s", cases[i].uri, msg);
+		if (!ff_plugin_find(loc.spec.scheme, &msg) &&
+		    !g_str_equal(loc.spec.scheme, "ftp")) {
+			g_test_message("%s: %s", cases[i].uri, msg); /* not built */
+			g_free(msg);
+			ff_location_clear(&loc);
+			continue;
+		}
+		g_clear_pointer(&msg, g_free);
+		rc = ff_plugin_check_location(&loc.spec, NULL, &msg);
+		port = ff_plugin_server_port(&loc.spec, NULL, &msg2);
+		if (cases[i].port >= 0) {
+			if (rc != 0 || port != cases[i].port)
+				g_error("%s: check %d (%s), port %d (%s); want port %d",
+					cases[i].uri, rc, msg, port, msg2, cases[i].port);
+		} else {
+			g_assert_cmpint(rc, <, 0);
+			g_assert_cmpint(port, <, 0);
+			g_assert_nonnull(msg);
+			g_assert_cmpstr(msg, ==, msg2); /* one parser: one message */
+			if (!strstr(msg, cases[i].says))
+				g_error("%s: '%s' does not say '%s'", cases[i].uri, msg,
+					cases[i].says);
+		}
+		g_free(msg);
+		g_free(msg2);
+		ff_location_clear(&loc);
+	}
+}
+
+/* A junction is read as the URIs say, then each location checked by its backend, as the
+ * daemon and the admin tool read one; a scheme without a backend here passes. */
+static void test_junction_rules(void)
+{
+	static const struct {
+		const char *value;
+		const char *says; /* NULL: accepted */
+	} cases[] = {
+		{ "file:///a;nfs://h/x;smb://h/s", NULL },
+		{ "ftp://h/x;file:///a", NULL },
+		{ "file:///a;nfs:///x",
+		  "location 'nfs:///x': nfs location 'nfs:///x' names no server" },
+		{ "smb://h/", "location 'smb://h/': smb URI 'smb://h/' names no share" },
+		{ "file://elsewhere/a", "names a host" },
+	};
+
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		struct ff_junction *j =
+			ff_junction_parse_fedfuse(cases[i].value, strlen(cases[i].value), NULL);
+		char *msg = NULL;
+		bool ok;
+
+		g_assert_nonnull(j);
+		ok = ff_plugin_check_junction(j, &msg);
+		if (!cases[i].says) {
+			g_assert_true(ok);
+		} else {
+			g_assert_false(ok);
+			if (!strstr(msg, cases[i].says))
+				g_error("%s: '%s' does not say '%s'", cases[i].value, msg,
+					cases[i].says);
+		}
+		g_free(msg);
+		ff_junction_free(j);
+	}
+}
+
 static char *servers_env(const char *key)
 {
 	const char *state = g_getenv("FEDFUSE_TEST_STATE");
@@ -572,6 +693,8 @@ int main(int argc, char **argv)
 	targets[2].uri = servers_env("NFS_V3_URI");
 	targets[3].uri = servers_env("NFS_V4_URI");
 	targets[4].uri = servers_env("SMB_URI");
+	g_test_add_func("/contract/location-rules", test_location_rules);
+	g_test_add_func("/contract/junction-rules", test_junction_rules);
 	for (size_t i = 0; i < G_N_ELEMENTS(targets); i++)
 		if (targets[i].uri)
 			add_checks(&targets[i]);

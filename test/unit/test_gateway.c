@@ -105,7 +105,8 @@ static const struct ff_backend_ops minimal_ops = {
 static void test_defaults(void)
 {
 	const char *missing = "unset";
-	const struct ff_backend_ops *o = ff_gw_complete_ops(&minimal_ops, &missing);
+	const struct ff_backend_ops *o =
+		ff_gw_complete_ops(&minimal_ops, FF_BACKEND_ABI_MINOR, &missing);
 	struct ff_location_spec spec = { 0 };
 	char buf[8];
 
@@ -140,6 +141,40 @@ static void test_defaults(void)
 	g_assert_cmpint(o->handle_fd(NULL, NULL), ==, -1);
 	g_assert_false(o->watched(NULL));
 	g_assert_cmpint(o->check(&spec, NULL), ==, 0);
+	g_assert_cmpint(o->server_port(&spec, NULL), ==, 0); /* no server */
+	g_free((gpointer)o);
+}
+
+static void fake_attach(const struct ff_host *host)
+{
+}
+
+static int fake_server_port(const struct ff_location_spec *spec, char **msg)
+{
+	return 1234;
+}
+
+/* A module built for an older ABI minor has a shorter ops table: what it lacks is never read
+ * (here it holds what a newer module would, and must be ignored), and gets the default. */
+static void test_older_minor(void)
+{
+	struct ff_backend_ops ops = minimal_ops;
+	struct ff_location_spec spec = { 0 };
+	const struct ff_backend_ops *o;
+	const char *missing = NULL;
+
+	ops.attach = fake_attach;
+	ops.server_port = fake_server_port;
+	o = ff_gw_complete_ops(&ops, 0, &missing);
+	g_assert_null(o->attach);
+	g_assert_cmpint(o->server_port(&spec, NULL), ==, 0);
+	g_free((gpointer)o);
+	o = ff_gw_complete_ops(&ops, 2, &missing);
+	g_assert_true(o->attach == fake_attach);
+	g_assert_cmpint(o->server_port(&spec, NULL), ==, 0);
+	g_free((gpointer)o);
+	o = ff_gw_complete_ops(&ops, 3, &missing);
+	g_assert_cmpint(o->server_port(&spec, NULL), ==, 1234);
 	g_free((gpointer)o);
 }
 
@@ -149,11 +184,11 @@ static void test_required(void)
 	const char *missing = NULL;
 
 	ops.readdir = NULL;
-	g_assert_null(ff_gw_complete_ops(&ops, &missing));
+	g_assert_null(ff_gw_complete_ops(&ops, FF_BACKEND_ABI_MINOR, &missing));
 	g_assert_cmpstr(missing, ==, "readdir");
 	ops = minimal_ops;
 	ops.lookup = NULL;
-	g_assert_null(ff_gw_complete_ops(&ops, &missing));
+	g_assert_null(ff_gw_complete_ops(&ops, FF_BACKEND_ABI_MINOR, &missing));
 	g_assert_cmpstr(missing, ==, "lookup");
 }
 
@@ -188,7 +223,7 @@ static void test_accounting_and_down(void)
 	char buf[4];
 
 	with_lock.lock_fd = fake_lock_fd;
-	be.ops = ff_gw_complete_ops(&with_lock, &missing);
+	be.ops = ff_gw_complete_ops(&with_lock, FF_BACKEND_ABI_MINOR, &missing);
 	memset(&m, 0, sizeof(m));
 	g_mutex_init(&m.lock);
 	m.be = &be;
@@ -238,6 +273,7 @@ int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/gateway/defaults", test_defaults);
+	g_test_add_func("/gateway/older-minor", test_older_minor);
 	g_test_add_func("/gateway/required", test_required);
 	g_test_add_func("/gateway/accounting-and-down", test_accounting_and_down);
 	return g_test_run();

@@ -221,7 +221,7 @@ static void test_valid_full(void)
 	g_assert_cmpstr(r->path, ==, "/");
 	g_assert_true(ns->root->referral == r);
 	l = loc_at(r, 0);
-	g_assert_null(l->spec.host);
+	g_assert_cmpstr(l->spec.host, ==, "localhost"); /* the local backend's to read */
 	g_assert_cmpstr(l->spec.path, ==, "/srv/root");
 
 	/* percent-decoding of the path; the URI stays as written */
@@ -629,11 +629,12 @@ static const struct error_case error_cases[] = {
 	{ "locations/missing", "# c\n[/a]\nread-only=true\n", "2: missing 'locations' in [/a]" },
 	{ "locations/twice", "[/a]\nlocations=file:///a; file:///a\n",
 	  "2: location 'file:///a' is listed twice in [/a]" },
-	{ "locations/second-entry-bad", "[/a]\nlocations=file:///a;gopher://h/x\n",
-	  "2: unknown scheme 'gopher' in 'gopher://h/x'" },
+	{ "locations/second-entry-bad", "[/a]\nlocations=file:///a;gopher://h/x#y\n",
+	  "2: fragment not allowed in 'gopher://h/x#y'" },
 	/* URIs */
-	{ "uri/unknown-scheme", "[/a]\nlocations=ftp://x/y\n",
-	  "2: unknown scheme 'ftp' in 'ftp://x/y'" },
+	{ "uri/scheme-too-long", "[/a]\nlocations=abcdefghijklmnopqrstuvwxyzabcdefg://x/y\n",
+	  "2: bad scheme 'abcdefghijklmnopqrstuvwxyzabcdefg' in "
+	  "'abcdefghijklmnopqrstuvwxyzabcdefg://x/y'" },
 	{ "uri/not-a-uri", "[/a]\nlocations=/srv/a\n",
 	  "2: '/srv/a' is not a location URI (file:///PATH, nfs://HOST/PATH or smb://HOST/SHARE)" },
 	{ "uri/userinfo", "[/a]\nlocations=smb://bob:secret@nas/media\n",
@@ -671,27 +672,13 @@ static const struct error_case error_cases[] = {
 	  "(%-encode it)" },
 	{ "uri/not-normalised-not-utf8", "[/a]\nlocations=nfs://h/%FF/..\n",
 	  "2: path '/\\377/..' in 'nfs://h/%FF/..' is not normalised" },
-	{ "uri/file-host-encoded", "[/a]\nlocations=file://%FFx/a\n",
-	  "2: file URI 'file://%FFx/a' names host '%FFx'; only localhost or an empty host is "
-	  "allowed" },
 	{ "uri/bad-percent", "[/a]\nlocations=nfs://h/a%zz\n",
 	  "2: bad %-encoding in the path of 'nfs://h/a%zz'" },
-	{ "uri/missing-host", "[/a]\nlocations=nfs:///export\n", "2: no host in 'nfs:///export'" },
-	{ "uri/missing-host-smb", "[/a]\nlocations=smb:share\n", "2: no host in 'smb:share'" },
 	{ "uri/bad-host", "[/a]\nlocations=nfs://h!x/y\n", "2: bad host in 'nfs://h!x/y'" },
 	{ "uri/bad-ipv6", "[/a]\nlocations=nfs://[::1/x\n", "2: bad host in 'nfs://[::1/x'" },
-	{ "uri/smb-no-share", "[/a]\nlocations=smb://nas\n",
-	  "2: no share in 'smb://nas' (expected smb://HOST/SHARE[/PATH])" },
-	{ "uri/smb-root", "[/a]\nlocations=smb://nas/\n",
-	  "2: no share in 'smb://nas/' (expected smb://HOST/SHARE[/PATH])" },
-	{ "uri/nfs-no-path", "[/a]\nlocations=nfs://h\n", "2: no export path in 'nfs://h'" },
-	{ "uri/file-host", "[/a]\nlocations=file://server/srv\n",
-	  "2: file URI 'file://server/srv' names host 'server'; only localhost or an empty host is "
-	  "allowed" },
-	{ "uri/file-port", "[/a]\nlocations=file://localhost:80/srv\n",
-	  "2: port not allowed in file URI 'file://localhost:80/srv'" },
-	{ "uri/file-query", "[/a]\nlocations=file:///a?x\n",
-	  "2: query not allowed in 'file:///a?x'" },
+	{ "uri/no-path", "[/a]\nlocations=nfs://h\n", "2: no path in 'nfs://h'" },
+	{ "uri/file-host-encoded", "[/a]\nlocations=file://%FFx/a\n",
+	  "2: bad host in 'file://%FFx/a'" },
 	{ "uri/file-relative", "[/a]\nlocations=file:srv\n",
 	  "2: path of 'file:srv' is not absolute" },
 	{ "uri/bad-port", "[/a]\nlocations=nfs://h:99999/x\n",
@@ -904,7 +891,8 @@ static void test_location_parse(void)
 	g_assert_null(loc.spec.query);
 	ff_location_clear(&loc);
 
-	g_assert_true(ff_location_parse("file:/srv", &loc, &msg));
+	g_assert_true(ff_location_parse("FILE:/srv", &loc, &msg));
+	g_assert_cmpstr(loc.spec.scheme, ==, "file");
 	g_assert_null(loc.spec.host);
 	g_assert_cmpstr(loc.spec.path, ==, "/srv");
 	ff_location_clear(&loc);
@@ -948,8 +936,9 @@ static const char interesting[] = "%/.:@[]?#;=\\ \x01\x7f\xc3\xa9"
 /* Every URI the parser accepts must satisfy the contract the backends rely on. */
 static void assert_spec_sane(const struct ff_location_spec *spec)
 {
-	g_assert_true(strcmp(spec->scheme, "file") == 0 || strcmp(spec->scheme, "nfs") == 0 ||
-		      strcmp(spec->scheme, "smb") == 0);
+	g_assert_true(g_ascii_islower(spec->scheme[0]));
+	for (const char *c = spec->scheme; *c; c++)
+		g_assert_true(g_ascii_islower(*c) || g_ascii_isdigit(*c) || strchr("+-.", *c));
 	g_assert_true(spec->path[0] == '/');
 	g_assert_null(strstr(spec->path, "//"));
 	g_assert_null(strstr(spec->path, "/../"));
@@ -965,12 +954,9 @@ static void assert_spec_sane(const struct ff_location_spec *spec)
 	g_assert_null(strchr(spec->uri, '#'));
 	g_assert_cmpint(spec->port, >=, 0);
 	g_assert_cmpint(spec->port, <=, 65535);
-	if (strcmp(spec->scheme, "file") == 0)
-		g_assert_null(spec->host);
-	else
-		g_assert_true(spec->host && spec->host[0] != '\0');
-	if (strcmp(spec->scheme, "nfs") != 0)
-		g_assert_null(spec->query);
+	/* what a scheme needs beyond that is its backend's check (test_contract) */
+	g_assert_true(!spec->host || spec->host[0] != '\0');
+	g_assert_true(!spec->query || spec->query[0] != '\0');
 }
 
 static char *mutate(GRand *rand, const char *seed)
@@ -1030,7 +1016,8 @@ static void test_fuzz_location(void)
 		} else {
 			g_assert_nonnull(msg);
 			/* no password ever reaches a message, which is always printable UTF-8 */
-			g_assert_null(strstr(msg, "bob:pw@"));
+			if (strstr(msg, "bob:pw@"))
+				g_error("%s -> %s", uri, msg);
 			g_assert_true(g_utf8_validate(msg, -1, NULL));
 			g_free(msg);
 			g_assert_null(loc.spec.uri);
@@ -1116,38 +1103,6 @@ static void remove_tree(const char *dir)
 }
 
 /* Port options read outside the backends (FedFS junctions, the admin tool's probe). */
-static void test_location_port_option(void)
-{
-	static const struct {
-		const char *uri;
-		int want;
-	} cases[] = {
-		{ "nfs://h/e", 0 },
-		{ "nfs://h/e?version=3", 0 },
-		{ "nfs://h/e?nfsport=2050", 2050 },
-		{ "nfs://h/e?version=4&nfsport=1", 1 },
-		{ "nfs://h/e?nfsport=65535&mountport=20048", 65535 },
-		{ "nfs://h/e?mountport=20048", 0 },
-		{ "nfs://h/e?nfsportx=1", 0 },
-		{ "nfs://h/e?nfsport=0", -1 },
-		{ "nfs://h/e?nfsport=65536", -1 },
-		{ "nfs://h/e?nfsport=20x", -1 },
-		{ "nfs://h/e?nfsport=", -1 },
-		{ "nfs://h/e?nfsport=-1", -1 },
-		{ "nfs://h/e?nfsport=%2B1", -1 },
-		{ "nfs://h/e?nfsport=1&nfsport=2", -1 },
-	};
-
-	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
-		struct ff_location loc;
-		char *msg = NULL;
-
-		g_assert_true(ff_location_parse(cases[i].uri, &loc, &msg));
-		g_assert_cmpint(ff_location_port_option(&loc.spec, "nfsport"), ==, cases[i].want);
-		ff_location_clear(&loc);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	GError *err = NULL;
@@ -1184,7 +1139,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/namespace/error/credentials/owner", test_error_credentials_owner);
 	g_test_add_func("/namespace/error/check-callback", test_error_check);
 	g_test_add_func("/namespace/location/parse", test_location_parse);
-	g_test_add_func("/namespace/location/port-option", test_location_port_option);
 	g_test_add_func("/namespace/robustness/location", test_fuzz_location);
 	g_test_add_func("/namespace/robustness/file", test_fuzz_file);
 
