@@ -17,6 +17,7 @@
 #include "fedfuse/cred.h"
 #include "fedfuse/log.h"
 #include "fedfuse/mount.h"
+#include "fedfuse/nsdb.h"
 #include "fedfuse/plugins.h"
 #include "fedfuse/readfile.h"
 
@@ -77,7 +78,16 @@ static gpointer probe_thread(gpointer data)
 	return NULL;
 }
 
-/* Probe every location of `ns` at once; print one line each, in file order. Returns true when
+static void add_probe(GArray *list, struct ff_mounts *mounts, const struct ff_referral *r,
+		      const struct ff_location *loc)
+{
+	struct probe p = { .r = r, .loc = loc };
+
+	p.m = ff_mounts_get(mounts, r->path, loc, r->attr_timeout, NULL);
+	g_array_append_val(list, p);
+}
+
+/* Probe every location of `ns` at once (those of an FSN as its NSDB gives them); print one line each, in file order. Returns true when
  * every one answered; false, with *stuck set, when one did not answer even within its timeout
  * (its thread is still in the backend). */
 static bool probe_all(const struct ff_namespace *ns, struct ff_mounts *mounts, bool *stuck)
@@ -88,6 +98,10 @@ static bool probe_all(const struct ff_namespace *ns, struct ff_mounts *mounts, b
 	gint64 deadline;
 	bool ok = true;
 
+	/* the locations FSNs stand for, kept until the process exits (threads may use them) */
+	GPtrArray *fsns = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
+	struct ff_nsdb *nsdb = ff_nsdb_new();
+
 	g_mutex_init(&all.lock);
 	g_cond_init(&all.cond);
 	for (guint i = 0; i < ns->referrals->len; i++) {
@@ -95,12 +109,28 @@ static bool probe_all(const struct ff_namespace *ns, struct ff_mounts *mounts, b
 
 		longest = MAX(longest, r->timeout);
 		for (guint k = 0; k < r->locations->len; k++) {
-			struct probe p = { .r = r, .loc = g_ptr_array_index(r->locations, k) };
+			const struct ff_location *loc = g_ptr_array_index(r->locations, k);
+			GPtrArray *got = NULL;
+			char *msg = NULL;
 
-			p.m = ff_mounts_get(mounts, r->path, p.loc, r->attr_timeout, NULL);
-			g_array_append_val(list, p);
+			if (!ff_nsdb_is_fsn(&loc->spec)) {
+				add_probe(list, mounts, r, loc);
+				continue;
+			}
+			if (ff_nsdb_resolve(nsdb, ns, loc, r->timeout, &got, &msg) < 0) {
+				printf("down  %s  %s  %s\n", r->path, loc->spec.uri, msg);
+				g_free(msg);
+				ok = false;
+				continue;
+			}
+			printf("fsn   %s  %s  %u location%s\n", r->path, loc->spec.uri, got->len,
+			       got->len == 1 ? "" : "s");
+			g_ptr_array_add(fsns, got);
+			for (guint f = 0; f < got->len; f++)
+				add_probe(list, mounts, r, got->pdata[f]);
 		}
 	}
+	ff_nsdb_free(nsdb);
 	all.pending = list->len;
 	for (guint i = 0; i < list->len; i++) {
 		struct probe_job *job = g_new(struct probe_job, 1);
@@ -140,6 +170,7 @@ static bool probe_all(const struct ff_namespace *ns, struct ff_mounts *mounts, b
 		ff_mount_unref(p->m);
 	}
 	g_array_free(list, TRUE);
+	g_ptr_array_unref(fsns);
 	g_mutex_clear(&all.lock);
 	g_cond_clear(&all.cond);
 	return ok;

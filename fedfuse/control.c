@@ -107,6 +107,8 @@ char *ff_control_read(struct ff_state *s, uint64_t ino, size_t *len)
 	case 0:
 		g_string_append_printf(out, "inodes %zu\n", ff_itab_count(s->itab));
 		ff_jcache_describe(s->jcache, out);
+		g_string_append_printf(out, "nsdb-searches %" G_GUINT64_FORMAT "\n",
+				       ff_nsdb_searches());
 		ff_notify_describe(out);
 		ff_mounts_describe_stats(s->mounts, out);
 		break;
@@ -124,6 +126,7 @@ char *ff_control_read(struct ff_state *s, uint64_t ino, size_t *len)
 		ns = ff_state_ns(s);
 		ff_mounts_describe_locations(s->mounts, ns, out);
 		ff_namespace_unref(ns);
+		ff_nsdb_describe(s->nsdb, out);
 		break;
 	case 3:
 		describe_metrics(s, out);

@@ -17,6 +17,7 @@
 #include "fedfuse/lock.h"
 #include "fedfuse/mount.h"
 #include "fedfuse/namespace.h"
+#include "fedfuse/nsdb.h"
 
 /* fedfuse's own options (main.c's fuse_opt table); libfuse's are in its fuse_cmdline_opts. */
 struct ff_options {
@@ -39,7 +40,8 @@ struct ff_options {
  *   6. the inode table's mutex, then an inode's lock (inode.h).
  * Leaves, under which nothing is taken: ns_lock and handles_lock below, the junction cache's
  * lock (jcache.c), the group cache's (cred.c), the log's (log.c), a connection request's
- * (mount.c). Apart from 1 and 2, no core lock is held across a call into a backend.
+ * (mount.c); the NSDB cache's (nsdb.c), under which only the log's is. Apart from 1 and 2, no
+ * core lock is held across a call into a backend.
  */
 struct ff_state {
 	struct ff_options opts;
@@ -54,6 +56,7 @@ struct ff_state {
 	struct ff_itab *itab;
 	struct ff_mounts *mounts;
 	struct ff_jcache *jcache;
+	struct ff_nsdb *nsdb;	/* FSNs resolved through NSDBs (nsdb.h) */
 	struct ff_locks *locks; /* made with the worker threads' session loop */
 
 	/* Open files and directories, so that a shutdown with some still open releases them. */

@@ -72,8 +72,9 @@ struct ff_junction *ff_junction_parse_fedfuse(const char *value, size_t len, cha
  * mode: trusted.junction.mode when given, else <savedmode>, else FF_JUNCTION_DEFAULT_MODE.
  *
  * A FedFS NSDB junction (<fileset><name fsnuuid= nsdbname= [nsdbport=]/></fileset>, no
- * <location>) is well formed but cannot be followed without an LDAP NSDB: it returns NULL with
- * errno set to ENOTSUP and *msg starting "NSDB junctions are not supported". */
+ * <location>; a fileset holding both is refused) has one location, the FSN:
+ * fedfs://NSDBNAME[:NSDBPORT]/UUID (nsdb.h; PORT only when not 389, the UUID in lower case),
+ * which the daemon resolves through LDAP. */
 struct ff_junction *ff_junction_parse_fedfs(const char *xml, size_t len, const char *mode_text,
 					    size_t mode_len, char **msg);
 
@@ -108,6 +109,14 @@ char *ff_junction_format_fedfuse(GPtrArray *locations);
  * Every path component must be valid UTF-8. */
 char *ff_junction_format_fedfs(GPtrArray *locations, mode_t saved_mode, ff_location_port_fn port_of,
 			       void *data, char **msg);
+
+/* A FedFS NSDB junction as nfsref add -t nfs-fedfs writes it (the layout above): <savedmode> of
+ * saved_mode & 07777 and one <fileset><name fsnuuid= nsdbname= nsdbport=/></fileset>, the UUID
+ * in lower case, the port always written, an IPv6 host without brackets (given with or
+ * without). Refuses an `fsn_uuid` that is no UUID, a host that is no host name or IP address
+ * and a port out of 1..65535. Read back, its location is fedfs://HOST[:PORT]/UUID. */
+char *ff_junction_format_fedfs_nsdb(const char *nsdb_host, int nsdb_port, const char *fsn_uuid,
+				    mode_t saved_mode, char **msg);
 
 /* smb:// locations only, without port or query, whose share and path components hold no ',' or
  * '\': "msdfs:HOST\SHARE[\PATH],...". */

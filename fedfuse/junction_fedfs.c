@@ -2,7 +2,7 @@
 /*
  * junction_fedfs.c - FedFS junctions as nfs-utils' nfsref writes them: the XML of
  * trusted.junction.nfs read with GMarkup (no libxml2), strictly and within bounds, and written
- * back for `fedfuse-junction add --format fedfs`.
+ * back for `fedfuse-junction add --format fedfs` (and fedfs-nsdb, a junction naming an FSN).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -13,6 +13,7 @@
 
 #include "fedfuse/junction.h"
 #include "fedfuse/junction_util.h"
+#include "fedfuse/nsdb.h"
 
 /* ---- FedFS: reading nfsref's XML ------------------------------------------------------------ */
 
@@ -592,21 +593,42 @@ static bool parse_mode_text(const char *s, size_t len, mode_t *mode, char **err)
 }
 
 /* The locations of a parsed document, in order of preference, into `j`. */
-static bool fx_finish(struct fx_parser *px, struct ff_junction *j, int *code, char **err)
+static bool fx_finish(struct fx_parser *px, struct ff_junction *j, char **err)
 {
 	if (!px->fileset_seen) {
 		*err = fj_errf("%s: no <fileset> in <junction>", FF_JUNCTION_XATTR_FEDFS);
 		return false;
 	}
-	if (px->locations->len == 0 && px->name_seen) {
-		char *u = fj_quote_str(px->nsdb_uuid), *h = fj_quote_str(px->nsdb_name);
-
-		*err = fj_errf("NSDB junctions are not supported (%s: fileset %s on NSDB %s:%d)",
-			       FF_JUNCTION_XATTR_FEDFS, u, h, px->nsdb_port ? px->nsdb_port : 389);
-		g_free(u);
-		g_free(h);
-		*code = ENOTSUP;
+	if (px->locations->len > 0 && px->name_seen) {
+		*err = fj_errf("%s: <fileset> holds both <name> (an NSDB junction) and <location>",
+			       FF_JUNCTION_XATTR_FEDFS);
 		return false;
+	}
+	if (px->locations->len == 0 && px->name_seen) {
+		/* An NSDB junction: the FSN, resolved through LDAP by the daemon (nsdb.c). */
+		char *u = fj_quote_str(px->nsdb_uuid), *uri;
+		g_autofree char *host = NULL, *port = NULL, *lower = NULL;
+		bool ok;
+
+		if (!ff_nsdb_uuid_valid(px->nsdb_uuid)) {
+			*err = fj_errf("%s: <name fsnuuid='%s'> is not a UUID",
+				       FF_JUNCTION_XATTR_FEDFS, u);
+			g_free(u);
+			return false;
+		}
+		g_free(u);
+		host = strchr(px->nsdb_name, ':') ? g_strdup_printf("[%s]", px->nsdb_name)
+						  : g_strdup(px->nsdb_name);
+		port = px->nsdb_port && px->nsdb_port != FF_NSDB_PORT
+			       ? g_strdup_printf(":%d", px->nsdb_port)
+			       : g_strdup("");
+		lower = g_ascii_strdown(px->nsdb_uuid, -1);
+		uri = g_strdup_printf("%s://%s%s/%s", FF_NSDB_SCHEME, host, port, lower);
+		ok = fj_add_location(j->locations, uri, FF_JUNCTION_XATTR_FEDFS ": <name>", err);
+		g_free(uri);
+		if (ok && px->savedmode >= 0)
+			j->mode = (mode_t)px->savedmode;
+		return ok;
 	}
 	if (px->locations->len == 0) {
 		*err = fj_errf("%s: no <location> in <fileset>", FF_JUNCTION_XATTR_FEDFS);
@@ -642,7 +664,6 @@ struct ff_junction *ff_junction_parse_fedfs(const char *xml, size_t len, const c
 	const char *bad;
 	bool ok;
 	char *err = NULL;
-	int code = EINVAL;
 	mode_t mode = 0;
 
 	len = fj_without_nul(xml, len);
@@ -680,7 +701,7 @@ struct ff_junction *ff_junction_parse_fedfs(const char *xml, size_t len, const c
 		goto out_free;
 	}
 	j = fj_new(FF_JUNCTION_FEDFS);
-	if (!fx_finish(&px, j, &code, &err)) {
+	if (!fx_finish(&px, j, &err)) {
 		ff_junction_free(j);
 		j = NULL;
 		goto out_free;
@@ -694,7 +715,7 @@ out_free:
 	g_free(px.nsdb_uuid);
 	g_free(px.nsdb_name);
 	if (!j)
-		return fj_failed(code, err, msg);
+		return fj_failed(EINVAL, err, msg);
 	return j;
 }
 
@@ -837,4 +858,45 @@ char *ff_junction_format_fedfs(GPtrArray *locations, mode_t saved_mode, ff_locat
 out_fail:
 	g_string_free(out, TRUE);
 	return fj_failed(EINVAL, err, msg);
+}
+
+char *ff_junction_format_fedfs_nsdb(const char *nsdb_host, int nsdb_port, const char *fsn_uuid,
+				    mode_t saved_mode, char **msg)
+{
+	g_autofree char *host = NULL, *uuid = NULL;
+	size_t len = strlen(nsdb_host);
+	g_autofree char *q = NULL;
+	GString *out;
+
+	if (!ff_nsdb_uuid_valid(fsn_uuid)) {
+		q = fj_quote_str(fsn_uuid);
+		return fj_failed(EINVAL,
+				 fj_errf("'%s' is not an FSN UUID "
+					 "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)",
+					 q),
+				 msg);
+	}
+	/* nfsref writes an IPv6 address without its brackets */
+	if (len > 2 && nsdb_host[0] == '[' && nsdb_host[len - 1] == ']')
+		host = g_strndup(nsdb_host + 1, len - 2);
+	else
+		host = g_strdup(nsdb_host);
+	if (!fj_host_name_ok(host) || (host[0] != nsdb_host[0] && !strchr(host, ':'))) {
+		q = fj_quote_str(nsdb_host);
+		return fj_failed(EINVAL, fj_errf("NSDB '%s' is not a host name or IP address", q),
+				 msg);
+	}
+	if (nsdb_port < 1 || nsdb_port > 65535)
+		return fj_failed(EINVAL,
+				 fj_errf("NSDB port %d is not a port from 1 to 65535", nsdb_port),
+				 msg);
+	uuid = g_ascii_strdown(fsn_uuid, -1);
+	out = g_string_new("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<junction>\n");
+	g_string_append_printf(out, "  <savedmode bits=\"%o\"/>\n  <fileset>\n",
+			       (unsigned int)(saved_mode & 07777));
+	g_string_append_printf(out, "    <name fsnuuid=\"%s\" nsdbname=\"", uuid);
+	xml_escaped(out, host);
+	/* nfsref writes the port even when it is LDAP's */
+	g_string_append_printf(out, "\" nsdbport=\"%d\"/>\n  </fileset>\n</junction>\n", nsdb_port);
+	return g_string_free(out, FALSE);
 }

@@ -14,6 +14,7 @@
 #include "fedfuse/memory.h"
 #include "fedfuse/metrics.h"
 #include "fedfuse/mount.h"
+#include "fedfuse/nsdb.h"
 #include "fedfuse/notify.h"
 #include "fedfuse/plugins.h"
 
@@ -605,6 +606,27 @@ static void describe_mount(struct ff_mount *m, gint64 now, GString *out)
 	g_mutex_unlock(&m->lock);
 }
 
+/* The mounts of a referral's locations that an NSDB named (the FSN's lines are nsdb.c's): those
+ * of the referral that its file does not list. */
+static void describe_fsn_mounts(struct ff_mounts *mounts, const struct ff_referral *ref, gint64 now,
+				GString *out)
+{
+	for (GList *l = mounts->list.head; l; l = l->next) {
+		struct ff_mount *m = l->data;
+		bool listed = false;
+
+		if (m->parent || !m->ns_path || strcmp(m->ns_path, ref->path) != 0)
+			continue;
+		for (guint j = 0; j < ref->locations->len && !listed; j++) {
+			const struct ff_location *loc = ref->locations->pdata[j];
+
+			listed = strcmp(loc->spec.uri, m->loc.spec.uri) == 0;
+		}
+		if (!listed)
+			describe_mount(m, now, out);
+	}
+}
+
 void ff_mounts_describe_locations(struct ff_mounts *mounts, const struct ff_namespace *ns,
 				  GString *out)
 {
@@ -616,9 +638,15 @@ void ff_mounts_describe_locations(struct ff_mounts *mounts, const struct ff_name
 
 		for (guint j = 0; j < ref->locations->len; j++) {
 			const struct ff_location *loc = ref->locations->pdata[j];
-			g_autofree char *key = mount_key(ref->path, &loc->spec, ref->attr_timeout);
-			struct ff_mount *m = g_hash_table_lookup(mounts->by_key, key);
+			g_autofree char *key = NULL;
+			struct ff_mount *m;
 
+			if (ff_nsdb_is_fsn(&loc->spec)) {
+				describe_fsn_mounts(mounts, ref, now, out);
+				continue;
+			}
+			key = mount_key(ref->path, &loc->spec, ref->attr_timeout);
+			m = g_hash_table_lookup(mounts->by_key, key);
 			if (m)
 				describe_mount(m, now, out);
 			else

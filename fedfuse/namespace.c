@@ -19,6 +19,7 @@
 #include "fedfuse/location.h"
 #include "fedfuse/namespace.h"
 #include "fedfuse/namespace_tree.h"
+#include "fedfuse/nsdb.h"
 #include "fedfuse/readfile.h"
 
 #define NS_FILE_MAX (1 << 20)	 /* bytes; a bigger namespace file is a mistake (or /dev/zero) */
@@ -35,7 +36,7 @@ struct scan_key {
 	int line;
 };
 
-enum group_kind { GROUP_SETTINGS, GROUP_REFERRAL };
+enum group_kind { GROUP_SETTINGS, GROUP_REFERRAL, GROUP_NSDB };
 
 struct scan_group {
 	char *name;
@@ -64,8 +65,9 @@ struct spec_opts {
 };
 
 static const char *const settings_keys[] = {
-	"junction-cache-ttl", "attr-timeout", "timeout", "watch", NULL,
+	"junction-cache-ttl", "attr-timeout", "timeout", "watch", "nsdb-stale-grace", NULL,
 };
+static const char *const nsdb_keys[] = { "security", "ca-file", "replicas", NULL };
 static const char *const referral_keys[] = {
 	"locations", "read-only", "timeout",   "attr-timeout", "credentials", "on-unreachable",
 	"uid",	     "gid",	  "file-mode", "dir-mode",     "watch",	      NULL,
@@ -308,16 +310,20 @@ static bool check_names(struct loader *ld)
 				goto out_free_seen;
 			}
 			g->kind = GROUP_REFERRAL;
+		} else if (g_str_has_prefix(g->name, "nsdb ")) {
+			g->kind = GROUP_NSDB;
 		} else {
 			fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, g->line,
-			     "unknown group [%s]: expected [namespace] or an absolute path",
+			     "unknown group [%s]: expected [namespace], [nsdb HOST[:PORT]] or an "
+			     "absolute path",
 			     g->name);
 			goto out_free_seen;
 		}
 		if (first) {
-			if (g->kind == GROUP_SETTINGS)
+			if (g->kind != GROUP_REFERRAL)
 				fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, g->line,
-				     "duplicate group [namespace] (first at line %d)", first->line);
+				     "duplicate group [%s] (first at line %d)", g->name,
+				     first->line);
 			else
 				fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, g->line,
 				     "duplicate referral '%s' (first at line %d)", g->name,
@@ -326,7 +332,9 @@ static bool check_names(struct loader *ld)
 		}
 		g_hash_table_insert(seen, g->name, g);
 		if (!check_group_keys(ld, g,
-				      g->kind == GROUP_SETTINGS ? settings_keys : referral_keys))
+				      g->kind == GROUP_SETTINGS ? settings_keys
+				      : g->kind == GROUP_NSDB	? nsdb_keys
+								: referral_keys))
 			goto out_free_seen;
 	}
 	ok = true;
@@ -664,6 +672,8 @@ static bool load_settings(struct loader *ld, const struct scan_group *g)
 			ok = parse_seconds(ld, k, v, true, &ns->attr_timeout);
 		else if (strcmp(k->name, "watch") == 0)
 			ok = parse_bool(ld, k, v, &ns->watch);
+		else if (strcmp(k->name, "nsdb-stale-grace") == 0)
+			ok = parse_seconds(ld, k, v, true, &ns->nsdb_stale_grace);
 		else
 			ok = parse_seconds(ld, k, v, false, &ns->timeout);
 		g_free(v);
@@ -861,6 +871,43 @@ static void unwatch_overlaps(struct ff_namespace *ns)
 	}
 }
 
+/* An [nsdb HOST[:PORT]] group: how to reach that NSDB. */
+static bool load_nsdb(struct loader *ld, const struct scan_group *g)
+{
+	char *msg = NULL;
+	struct ff_nsdb_conf *conf = ff_nsdb_conf_new(g->name + strlen("nsdb "), g->line, &msg);
+
+	if (!conf)
+		goto out_fail;
+	if (g_hash_table_contains(ld->ns->nsdbs, conf->name)) {
+		const struct ff_nsdb_conf *first = g_hash_table_lookup(ld->ns->nsdbs, conf->name);
+
+		msg = g_strdup_printf("NSDB %s is described twice (first at line %d)", conf->name,
+				      first->line);
+		ff_nsdb_conf_free(conf);
+		goto out_fail;
+	}
+	g_hash_table_insert(ld->ns->nsdbs, conf->name, conf);
+	for (guint i = 0; i < g->keys->len; i++) {
+		const struct scan_key *k = &g_array_index(g->keys, struct scan_key, i);
+		g_autofree char *v = get_value(ld, g, k);
+
+		if (!v)
+			return false;
+		if (!ff_nsdb_conf_set(conf, k->name, v, &msg)) {
+			fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line, "[%s] %s", g->name, msg);
+			g_free(msg);
+			return false;
+		}
+	}
+	return true;
+
+out_fail:
+	fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, g->line, "[%s]: %s", g->name, msg);
+	g_free(msg);
+	return false;
+}
+
 /* [namespace] first, wherever it is, since referrals inherit its timeouts. */
 static bool load_values(struct loader *ld)
 {
@@ -874,6 +921,8 @@ static bool load_values(struct loader *ld)
 		const struct scan_group *g = g_ptr_array_index(ld->groups, i);
 
 		if (g->kind == GROUP_REFERRAL && !load_referral(ld, g))
+			return false;
+		if (g->kind == GROUP_NSDB && !load_nsdb(ld, g))
 			return false;
 	}
 	unwatch_overlaps(ld->ns);
@@ -890,6 +939,8 @@ static struct ff_namespace *namespace_new(const char *file)
 	ns->attr_timeout = DEFAULT_ATTR_TIMEOUT;
 	ns->timeout = FF_DEFAULT_TIMEOUT;
 	ns->watch = true;
+	ns->nsdb_stale_grace = FF_NSDB_STALE_GRACE;
+	ns->nsdbs = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, ff_nsdb_conf_free);
 	ns->referrals = g_ptr_array_new_with_free_func(referral_free);
 	ns->nodes = g_ptr_array_new_with_free_func(ff_ns_node_free);
 	ns->root = ff_ns_node_add(ns, NULL, "");

@@ -45,6 +45,9 @@ struct ff_namespace {
 	double attr_timeout;	   /* seconds */
 	double timeout;		   /* seconds */
 	bool watch;		   /* referrals' default */
+	double nsdb_stale_grace;   /* seconds an NSDB answer serves past its TTL when no
+				    * server answers */
+	GHashTable *nsdbs;	   /* "host:port" -> struct ff_nsdb_conf * ([nsdb ...] groups) */
 	struct ff_ns_node *root;
 	GPtrArray *referrals; /* struct ff_referral *, in file order */
 	GPtrArray *nodes;     /* every node, indexed by id - 1 */

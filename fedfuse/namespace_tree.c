@@ -8,6 +8,7 @@
 
 #include "fedfuse/namespace.h"
 #include "fedfuse/namespace_tree.h"
+#include "fedfuse/nsdb.h"
 
 struct ff_ns_node *ff_ns_node_add(struct ff_namespace *ns, struct ff_ns_node *parent,
 				  const char *name)
@@ -93,6 +94,8 @@ void ff_namespace_unref(struct ff_namespace *ns)
 		return;
 	g_ptr_array_unref(ns->nodes);
 	g_ptr_array_unref(ns->referrals);
+	if (ns->nsdbs)
+		g_hash_table_unref(ns->nsdbs);
 	g_free(ns->file);
 	g_free(ns);
 }
@@ -239,6 +242,27 @@ static void describe_node(GString *out, const struct ff_ns_node *node)
 		describe_node(out, g_ptr_array_index(node->child_list, i));
 }
 
+/* The [nsdb ...] groups, by name. */
+static void describe_nsdbs(GString *out, const struct ff_namespace *ns)
+{
+	static const char *const security[] = { "none", "starttls", "ldaps" };
+	g_autoptr(GList)
+		names = g_list_sort(g_hash_table_get_keys(ns->nsdbs), (GCompareFunc)strcmp);
+
+	for (GList *n = names; n; n = n->next) {
+		const struct ff_nsdb_conf *conf = g_hash_table_lookup(ns->nsdbs, n->data);
+
+		g_string_append_printf(out, "nsdb %s security=%s", conf->name,
+				       security[conf->security]);
+		if (conf->ca_file)
+			g_string_append_printf(out, " ca-file=%s", conf->ca_file);
+		for (guint i = 1; i < conf->servers->len; i++)
+			g_string_append_printf(out, "%s%s", i > 1 ? ";" : " replicas=",
+					       (char *)conf->servers->pdata[i]);
+		g_string_append_c(out, '\n');
+	}
+}
+
 char *ff_namespace_describe(const struct ff_namespace *ns)
 {
 	GString *out = g_string_new(NULL);
@@ -250,6 +274,9 @@ char *ff_namespace_describe(const struct ff_namespace *ns)
 	g_string_append_c(out, '\n');
 	append_seconds(out, "timeout", ns->timeout);
 	g_string_append_printf(out, "\nwatch=%s\n", ns->watch ? "true" : "false");
+	append_seconds(out, "nsdb-stale-grace", ns->nsdb_stale_grace);
+	g_string_append_c(out, '\n');
+	describe_nsdbs(out, ns);
 	describe_node(out, ns->root);
 	return g_string_free(out, FALSE);
 }

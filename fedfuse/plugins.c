@@ -12,6 +12,7 @@
 #include "fedfuse/gateway.h"
 #include "fedfuse/interrupt.h"
 #include "fedfuse/location.h"
+#include "fedfuse/nsdb.h"
 #include "fedfuse/plugins.h"
 
 /* The core's services to backends (backend.h). */
@@ -118,8 +119,11 @@ const struct ff_backend *ff_plugin_find(const char *scheme, char **msg)
 
 int ff_plugin_check_location(const struct ff_location_spec *spec, void *data, char **msg)
 {
-	const struct ff_backend *be = ff_plugin_find(spec->scheme, msg);
+	const struct ff_backend *be;
 
+	if (ff_nsdb_is_fsn(spec)) /* the core's own: an FSN in an NSDB */
+		return ff_nsdb_fsn_parse(spec, NULL, NULL, msg);
+	be = ff_plugin_find(spec->scheme, msg);
 	if (!be)
 		return -ENOENT;
 	return ff_gw_check(be, spec, msg);
@@ -142,8 +146,16 @@ bool ff_plugin_check_junction(const struct ff_junction *j, char **msg)
 	for (guint i = 0; i < j->locations->len; i++) {
 		const struct ff_location *loc = g_ptr_array_index(j->locations, i);
 		g_autofree char *why = NULL;
-		const struct ff_backend *be = ff_plugin_find(loc->spec.scheme, &why);
+		const struct ff_backend *be = NULL;
 
+		if (ff_nsdb_is_fsn(&loc->spec)) {
+			if (ff_nsdb_fsn_parse(&loc->spec, NULL, NULL, &why) < 0) {
+				*msg = g_steal_pointer(&why);
+				return false;
+			}
+			continue;
+		}
+		be = ff_plugin_find(loc->spec.scheme, &why);
 		if (!be) /* a replica this machine cannot reach: the others still serve */
 			continue;
 		g_clear_pointer(&why, g_free);

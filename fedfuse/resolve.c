@@ -11,6 +11,7 @@
 #include "fedfuse/cred.h"
 #include "fedfuse/gateway.h"
 #include "fedfuse/log.h"
+#include "fedfuse/nsdb.h"
 #include "fedfuse/plugins.h"
 #include "fedfuse/resolve.h"
 
@@ -133,6 +134,55 @@ void ff_virtual_stat(const struct ff_ctx *c, struct ff_inode *inode, struct stat
 	g_mutex_unlock(&s->ns_lock);
 }
 
+/* A list of locations with every FSN location replaced by the locations its NSDB gives. */
+struct expanded {
+	GPtrArray *list; /* struct ff_location *, borrowed from the caller's list or from `keep` */
+	GPtrArray *keep; /* the NSDB's answers (GPtrArray *), NULL when no FSN was named */
+};
+
+static void expanded_clear(struct expanded *x)
+{
+	g_ptr_array_unref(x->list);
+	if (x->keep)
+		g_ptr_array_unref(x->keep);
+}
+
+/* Expand `locations` into `x`, asking NSDBs within `timeout` seconds. Returns 0, or the first
+ * FSN's error when no location is left. */
+static int expand(const struct ff_ctx *c, GPtrArray *locations, double timeout, struct expanded *x)
+{
+	int rc = 0;
+
+	x->list = g_ptr_array_new();
+	x->keep = NULL;
+	for (guint i = 0; i < locations->len; i++) {
+		struct ff_location *loc = locations->pdata[i];
+		g_autofree char *msg = NULL;
+		GPtrArray *got;
+		int r;
+
+		if (!ff_nsdb_is_fsn(&loc->spec)) {
+			g_ptr_array_add(x->list, loc);
+			continue;
+		}
+		r = ff_nsdb_resolve(c->s->nsdb, c->ns, loc, timeout, &got, &msg);
+		if (r < 0) {
+			g_autofree char *key = g_strdup_printf("nsdb resolve %s", loc->spec.uri);
+
+			ff_log_once(LOG_WARNING, key, 60, "%s", msg);
+			if (rc == 0)
+				rc = r == -EINVAL ? -EIO : r;
+			continue;
+		}
+		if (!x->keep)
+			x->keep = g_ptr_array_new_with_free_func((GDestroyNotify)g_ptr_array_unref);
+		g_ptr_array_add(x->keep, got);
+		for (guint j = 0; j < got->len; j++)
+			g_ptr_array_add(x->list, got->pdata[j]);
+	}
+	return x->list->len > 0 ? 0 : rc;
+}
+
 /*
  * The root of a referral's first reachable location: the mount and its root node (the mount's
  * own, kept until unmount: operations on a namespace whose root is a referral make no root()
@@ -142,10 +192,14 @@ void ff_virtual_stat(const struct ff_ctx *c, struct ff_inode *inode, struct stat
 static int referral_root(const struct ff_ctx *c, const struct ff_referral *ref,
 			 struct ff_mount **mntp, ff_node **bnode)
 {
-	int rc = -EHOSTDOWN;
+	struct expanded x;
+	int rc = expand(c, ref->locations, ref->timeout, &x);
 
-	for (guint i = 0; i < ref->locations->len; i++) {
-		struct ff_location *loc = ref->locations->pdata[i];
+	if (rc < 0)
+		goto out_clear;
+	rc = -EHOSTDOWN;
+	for (guint i = 0; i < x.list->len; i++) {
+		struct ff_location *loc = x.list->pdata[i];
 		struct ff_mount *m =
 			ff_mounts_get(c->s->mounts, ref->path, loc, ref->attr_timeout, NULL);
 
@@ -155,12 +209,15 @@ static int referral_root(const struct ff_ctx *c, const struct ff_referral *ref,
 			rc = ff_mount_root_node(m, c->cred, bnode);
 		if (rc == 0) {
 			*mntp = m;
-			return 0;
+			goto out_clear;
 		}
 		if (!ff_errno_is_connection(rc) && rc != -ENOSYS)
-			return rc;
+			goto out_clear;
 	}
-	return ff_errno_is_connection(rc) ? -EHOSTDOWN : rc;
+	rc = ff_errno_is_connection(rc) ? -EHOSTDOWN : rc;
+out_clear:
+	expanded_clear(&x);
+	return rc;
 }
 
 /* The root of location `m` as an entry, counting a kernel lookup. When the kernel still holds
@@ -211,11 +268,18 @@ static int enter(const struct ff_ctx *c, GPtrArray *locations, double attr_timeo
 		 struct fuse_entry_param *e)
 {
 	const char *ns_path = ns_node ? ns_node->path : NULL;
+	struct expanded x;
+	/* LDAP work gets what an operation in the location holding the junction may take */
+	double timeout = parent				? parent->loc.spec.timeout
+			 : ns_node && ns_node->referral ? ns_node->referral->timeout
+							: c->ns->timeout;
+	int rc = expand(c, locations, timeout, &x);
 
-	int rc = -EHOSTDOWN;
-
-	for (guint i = 0; i < locations->len; i++) {
-		struct ff_location *loc = locations->pdata[i];
+	if (rc < 0)
+		goto out_clear;
+	rc = -EHOSTDOWN;
+	for (guint i = 0; i < x.list->len; i++) {
+		struct ff_location *loc = x.list->pdata[i];
 		struct ff_mount *m;
 
 		if (parent && loops(parent, loc)) {
@@ -228,11 +292,14 @@ static int enter(const struct ff_ctx *c, GPtrArray *locations, double attr_timeo
 			rc = enter_mount(c, m, ns_node, e); /* its root inode holds m */
 		ff_mount_unref(m);
 		if (rc == 0)
-			return 0;
+			goto out_clear;
 		if (!ff_errno_is_connection(rc) && rc != -ENOSYS && rc != -ELOOP)
-			return rc;
+			goto out_clear;
 	}
-	return ff_errno_is_connection(rc) ? -EHOSTDOWN : rc;
+	rc = ff_errno_is_connection(rc) ? -EHOSTDOWN : rc;
+out_clear:
+	expanded_clear(&x);
+	return rc;
 }
 
 /* ---- junctions -------------------------------------------------------------------------- */
@@ -333,8 +400,12 @@ bool ff_resolve_referral_hidden(struct ff_state *s, const struct ff_referral *re
 	if (ref->on_unreachable != FF_UNREACHABLE_SKIP)
 		return false;
 	for (guint i = 0; i < ref->locations->len; i++) {
-		struct ff_mount *m = ff_mounts_get(s->mounts, ref->path, ref->locations->pdata[i],
-						   ref->attr_timeout, NULL);
+		const struct ff_location *loc = ref->locations->pdata[i];
+		struct ff_mount *m;
+
+		if (ff_nsdb_is_fsn(&loc->spec)) /* its locations are known on lookup only */
+			return false;
+		m = ff_mounts_get(s->mounts, ref->path, loc, ref->attr_timeout, NULL);
 
 		ff_mount_unref(m); /* a referral's mount: the table keeps it */
 		if (g_atomic_int_get(&m->state) != FF_MOUNT_DOWN)

@@ -33,6 +33,7 @@ void ff_state_init(struct ff_state *s)
 	ff_inode_set_ns(ff_itab_intern_virtual(s->itab, FF_INO_ROOT, "/"), s->ns,
 			ff_namespace_find(s->ns, "/"));
 	s->jcache = ff_jcache_new();
+	s->nsdb = ff_nsdb_new();
 	g_mutex_init(&s->handles_lock);
 	s->handles = g_hash_table_new(g_direct_hash, g_direct_equal);
 }
@@ -45,6 +46,7 @@ void ff_state_clear(struct ff_state *s)
 	ff_itab_free(s->itab); /* before the mounts its inodes hold */
 	ff_mounts_free(s->mounts);
 	ff_jcache_free(s->jcache);
+	ff_nsdb_free(s->nsdb);
 	ff_namespace_unref(s->ns);
 	g_mutex_clear(&s->ns_lock);
 }

@@ -2,7 +2,8 @@
 /*
  * fedfuse-junction.c - the junction admin tool (DESIGN §8): one interface that adds, lists,
  * shows, checks and removes junctions of all three formats (fedfuse xattr, FedFS as nfsref
- * writes it, Samba msdfs symlinks) with the daemon's own parsers, and prints a mount's state.
+ * writes it, Samba msdfs symlinks) with the daemon's own parsers, prints a mount's state, and
+ * manages the fileset names of a FedFS NSDB (junction_nsdb.c).
  */
 #include "config.h"
 
@@ -35,12 +36,36 @@ static const char usage_text[] =
 	"  add PATH LOCATION... [--format fedfuse|fedfs|msdfs]\n"
 	"                      make PATH a junction to the LOCATIONs (URIs), in order of\n"
 	"                      preference; the default format is fedfuse\n"
+	"  add --format fedfs-nsdb PATH NSDB[:PORT] FSN-UUID\n"
+	"                      make PATH a FedFS NSDB junction (as nfsref -t nfs-fedfs):\n"
+	"                      its location is fedfs://NSDB[:PORT]/FSN-UUID\n"
 	"  list DIR            every junction below DIR, one per line: path, format, locations\n"
 	"  show PATH           the junction PATH: format, locations, mode, ttl\n"
 	"  check PATH [--timeout SECONDS]\n"
 	"                      probe each location of PATH; exit status 0 only if all answer\n"
 	"  remove PATH         make the junction PATH a plain empty directory again\n"
 	"  status MOUNTPOINT   the state of a fedfuse mount (its .fedfuse control files)\n"
+	"  nsdb [NSDB-OPTIONS] SUBCOMMAND ARGS...\n"
+	"                      the fileset names (FSNs) and locations (FSLs) of a FedFS\n"
+	"                      NSDB (RFC 7532), an LDAP directory:\n"
+	"      create-fsn [FSN-UUID] [--ttl SECONDS]\n"
+	"                      a new FSN (a random UUID unless given; TTL 300); prints it\n"
+	"      add-fsl FSN-UUID URI [--fsl-uuid UUID] [--rank N] [--order N] [--going]\n"
+	"                      a new FSL of the FSN (an nfs:// or smb:// URI); prints its UUID\n"
+	"      update-fsl FSN-UUID FSL-UUID [--uri URI] [--rank N] [--order N]\n"
+	"                 [--going|--not-going]\n"
+	"      remove-fsl FSN-UUID FSL-UUID\n"
+	"      delete-fsn FSN-UUID  the FSN with its FSLs\n"
+	"      list [FSN-UUID...]   the FSNs (all without UUIDs) and their FSLs, one per line,\n"
+	"                           tab-separated, the FSLs in the daemon's order\n"
+	"    NSDB-OPTIONS:\n"
+	"      --nsdb HOST[:PORT]   the NSDB (default $FEDFUSE_NSDB; port 389)\n"
+	"      -D BINDDN            bind as BINDDN (writes need it; list is anonymous without)\n"
+	"      -y PASSWORD-FILE     its password, in a file only its owner can access (chmod\n"
+	"                           600); without -y it is asked for on the terminal\n"
+	"      --security none|starttls|ldaps, --ca-file FILE\n"
+	"                           as the namespace file's [nsdb] groups (default none)\n"
+	"      --timeout SECONDS    for each exchange with the NSDB (default 10)\n"
 	"\n"
 	"fedfs junctions (trusted.* extended attributes) can only be made and seen by root.\n"
 	"See fedfuse-junction(8).\n";
@@ -142,7 +167,6 @@ static int parse_into(struct found *f, enum ff_junction_format format, const cha
 		break;
 	case FF_JUNCTION_FEDFS:
 		f->j = ff_junction_parse_fedfs(value, len, mode, mode_len, &f->problem);
-		f->unsupported = !f->j && errno == ENOTSUP;
 		break;
 	case FF_JUNCTION_MSDFS:
 		f->j = ff_junction_parse_msdfs(value, len, &f->problem);
@@ -253,16 +277,13 @@ out_free:
 	return rc;
 }
 
-/* Complain about a malformed or unsupported junction. */
+/* Complain about a malformed junction. */
 void tool_complain_bad(const char *path, const struct found *f)
 {
 	char *p = tool_shown(path);
 
-	if (f->unsupported)
-		tool_complain("%s: %s", p, f->problem);
-	else
-		tool_complain("%s: invalid %s junction: %s", p, ff_junction_format_name(f->format),
-			      f->problem);
+	tool_complain("%s: invalid %s junction: %s", p, ff_junction_format_name(f->format),
+		      f->problem);
 	g_free(p);
 }
 
@@ -278,10 +299,8 @@ static void list_entry(const char *path, const struct found *f, int *problems)
 		printf("%s\t%s\t%s\n", p, ff_junction_format_name(f->format), line);
 		g_free(line);
 	} else {
-		printf("%s\t%s\t%s: %s\n", p, ff_junction_format_name(f->format),
-		       f->unsupported ? "unsupported" : "invalid", f->problem);
-		if (!f->unsupported)
-			(*problems)++;
+		printf("%s\t%s\tinvalid: %s\n", p, ff_junction_format_name(f->format), f->problem);
+		(*problems)++;
 	}
 	g_free(p);
 }
@@ -421,6 +440,7 @@ int main(int argc, char **argv)
 	} commands[] = {
 		{ "add", cmd_add },	{ "list", cmd_list },	  { "show", cmd_show },
 		{ "check", cmd_check }, { "remove", cmd_remove }, { "status", cmd_status },
+		{ "nsdb", cmd_nsdb },
 	};
 
 	if (argc < 2)

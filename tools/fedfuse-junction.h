@@ -20,9 +20,8 @@
 /* What a path is, as a junction. */
 struct found {
 	enum ff_junction_format format;
-	struct ff_junction *j; /* NULL when the junction is malformed or unsupported */
+	struct ff_junction *j; /* NULL when the junction is malformed */
 	char *problem;	       /* then why */
-	bool unsupported;      /* a FedFS NSDB junction */
 };
 
 /* "fedfuse-junction: MESSAGE" on stderr. */
@@ -51,5 +50,6 @@ int cmd_add(int argc, char **argv);    /* junction_edit.c */
 int cmd_remove(int argc, char **argv); /* junction_edit.c */
 int cmd_check(int argc, char **argv);  /* junction_probe.c */
 int cmd_status(int argc, char **argv); /* junction_status.c */
+int cmd_nsdb(int argc, char **argv);   /* junction_nsdb.c */
 
 #endif /* TOOLS_FEDFUSE_JUNCTION_H */

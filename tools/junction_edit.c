@@ -24,6 +24,7 @@
 
 #include "fedfuse/junction.h"
 #include "fedfuse/location.h"
+#include "fedfuse/nsdb.h"
 #include "fedfuse/plugins.h"
 #include "tools/fedfuse-junction.h"
 #include "fedfuse/readfile.h"
@@ -170,8 +171,25 @@ out_free:
 	return 1;
 }
 
+/* What a fedfs junction holds: `locs` (nfs:// locations), or the FSN `fsn_uuid` on the NSDB
+ * `nsdb_host`:`nsdb_port` (--format fedfs-nsdb). */
+struct fedfs_content {
+	GPtrArray *locs;
+	char *nsdb_host;
+	int nsdb_port;
+	const char *fsn_uuid;
+};
+
+static char *fedfs_xml(const struct fedfs_content *c, mode_t saved_mode, char **msg)
+{
+	if (c->fsn_uuid)
+		return ff_junction_format_fedfs_nsdb(c->nsdb_host, c->nsdb_port, c->fsn_uuid,
+						     saved_mode, msg);
+	return ff_junction_format_fedfs(c->locs, saved_mode, ff_plugin_server_port, NULL, msg);
+}
+
 /* As nfsref add: the XML (with the mode the directory had), the saved mode, then mode 01000. */
-static int add_fedfs(const char *path, const char *p, GPtrArray *locs)
+static int add_fedfs(const char *path, const char *p, const struct fedfs_content *c)
 {
 	char *xml = NULL, *msg = NULL, mode_text[16];
 	const char *failed_name = FF_JUNCTION_XATTR_FEDFS;
@@ -186,7 +204,7 @@ static int add_fedfs(const char *path, const char *p, GPtrArray *locs)
 		tool_complain("%s: %s", p, g_strerror(errno));
 		goto out_undo;
 	}
-	xml = ff_junction_format_fedfs(locs, st.st_mode & 07777, ff_plugin_server_port, NULL, &msg);
+	xml = fedfs_xml(c, st.st_mode & 07777, &msg);
 	if (!xml) { /* checked before, but the writer has the last word */
 		tool_complain("%s", msg);
 		goto out_undo;
@@ -275,13 +293,70 @@ static int add_msdfs(const char *path, const char *p, const char *target)
 	return 0;
 }
 
+/* The NSDB "host:port" of `arg` (as ff_nsdb_server_name() reads it) into c->nsdb_host (without
+ * brackets) and c->nsdb_port. */
+static bool nsdb_arg(const char *arg, struct fedfs_content *c, char **msg)
+{
+	char *name = ff_nsdb_server_name(arg, msg), *colon;
+
+	if (!name)
+		return false;
+	colon = strrchr(name, ':');
+	*colon = '\0';
+	c->nsdb_port = atoi(colon + 1);
+	if (name[0] == '[')
+		c->nsdb_host = g_strndup(name + 1, strlen(name) - 2);
+	else
+		c->nsdb_host = g_strdup(name);
+	g_free(name);
+	return true;
+}
+
+/* The LOCATIONs (args after the PATH) parsed and checked by their backends into `locs`, or
+ * false after complaining. */
+static bool locations_of_args(GPtrArray *args, GPtrArray *locs)
+{
+	char *msg = NULL;
+
+	if (args->len - 1 > FF_JUNCTION_LOCATIONS_MAX) {
+		tool_complain("%u locations given; a junction holds at most %d", args->len - 1,
+			      FF_JUNCTION_LOCATIONS_MAX);
+		return false;
+	}
+	for (guint i = 1; i < args->len; i++) {
+		struct ff_location *loc = g_new0(struct ff_location, 1);
+
+		if (!ff_location_parse(g_ptr_array_index(args, i), loc, &msg) ||
+		    ff_plugin_check_location(&loc->spec, NULL, &msg) < 0) {
+			tool_complain("%s", msg);
+			g_free(msg);
+			ff_location_free(loc);
+			return false;
+		}
+		for (guint k = 0; k < locs->len; k++) {
+			if (strcmp(((struct ff_location *)locs->pdata[k])->spec.uri,
+				   loc->spec.uri) == 0) {
+				char *u = tool_shown(loc->spec.uri);
+
+				tool_complain("location '%s' is given twice", u);
+				g_free(u);
+				ff_location_free(loc);
+				return false;
+			}
+		}
+		g_ptr_array_add(locs, loc);
+	}
+	return true;
+}
+
 int cmd_add(int argc, char **argv)
 {
 	enum ff_junction_format format = FF_JUNCTION_FEDFUSE;
 	GPtrArray *args = g_ptr_array_new();
 	GPtrArray *locs = g_ptr_array_new_with_free_func(ff_location_free);
 	char *path = NULL, *p = NULL, *msg = NULL, *value = NULL;
-	bool options = true;
+	struct fedfs_content fedfs = { .locs = locs };
+	bool options = true, nsdb = false;
 	int rc = 1;
 
 	for (int i = 1; i < argc; i++) {
@@ -292,8 +367,9 @@ int cmd_add(int argc, char **argv)
 		} else if (options &&
 			   (strcmp(argv[i], "--format") == 0 || strcmp(argv[i], "-f") == 0)) {
 			if (i + 1 == argc) {
-				rc = tool_usage_error("%s needs a value: fedfuse, fedfs or msdfs",
-						      argv[i]);
+				rc = tool_usage_error(
+					"%s needs a value: fedfuse, fedfs, fedfs-nsdb or msdfs",
+					argv[i]);
 				goto out_free;
 			}
 			fmt = argv[++i];
@@ -305,10 +381,22 @@ int cmd_add(int argc, char **argv)
 		} else {
 			g_ptr_array_add(args, argv[i]);
 		}
-		if (fmt && !format_from_name(fmt, &format)) {
-			rc = tool_usage_error("unknown format '%s' (fedfuse, fedfs or msdfs)", fmt);
+		if (fmt && strcmp(fmt, "fedfs-nsdb") == 0) {
+			format = FF_JUNCTION_FEDFS;
+			nsdb = true;
+		} else if (fmt && format_from_name(fmt, &format)) {
+			nsdb = false;
+		} else if (fmt) {
+			rc = tool_usage_error("unknown format '%s' (fedfuse, fedfs, fedfs-nsdb or "
+					      "msdfs)",
+					      fmt);
 			goto out_free;
 		}
+	}
+	if (nsdb && args->len != 3) {
+		rc = tool_usage_error("add --format fedfs-nsdb needs a PATH, an NSDB and an "
+				      "FSN-UUID");
+		goto out_free;
 	}
 	if (args->len < 2) {
 		rc = tool_usage_error("add needs a PATH and at least one LOCATION");
@@ -320,50 +408,28 @@ int cmd_add(int argc, char **argv)
 		rc = tool_usage_error("empty PATH");
 		goto out_free;
 	}
-	if (args->len - 1 > FF_JUNCTION_LOCATIONS_MAX) {
-		tool_complain("%u locations given; a junction holds at most %d", args->len - 1,
-			      FF_JUNCTION_LOCATIONS_MAX);
+	if (nsdb) {
+		fedfs.fsn_uuid = g_ptr_array_index(args, 2);
+		if (!nsdb_arg(g_ptr_array_index(args, 1), &fedfs, &msg))
+			goto out_complain;
+	} else if (!locations_of_args(args, locs)) {
 		goto out_free;
-	}
-	for (guint i = 1; i < args->len; i++) {
-		struct ff_location *loc = g_new0(struct ff_location, 1);
-
-		if (!ff_location_parse(g_ptr_array_index(args, i), loc, &msg) ||
-		    ff_plugin_check_location(&loc->spec, NULL, &msg) < 0) {
-			tool_complain("%s", msg);
-			ff_location_free(loc);
-			goto out_free;
-		}
-		for (guint k = 0; k < locs->len; k++) {
-			if (strcmp(((struct ff_location *)locs->pdata[k])->spec.uri,
-				   loc->spec.uri) == 0) {
-				char *u = tool_shown(loc->spec.uri);
-
-				tool_complain("location '%s' is given twice", u);
-				g_free(u);
-				ff_location_free(loc);
-				goto out_free;
-			}
-		}
-		g_ptr_array_add(locs, loc);
 	}
 	/* every location must fit the format before anything on disk changes */
 	if (format == FF_JUNCTION_FEDFS)
-		value = ff_junction_format_fedfs(locs, 0755, ff_plugin_server_port, NULL, &msg);
+		value = fedfs_xml(&fedfs, 0755, &msg);
 	else if (format == FF_JUNCTION_MSDFS)
 		value = ff_junction_format_msdfs(locs, &msg);
 	else
 		value = ff_junction_format_fedfuse(locs);
-	if (!value) {
-		tool_complain("%s", msg);
-		goto out_free;
-	}
+	if (!value)
+		goto out_complain;
 	switch (format) {
 	case FF_JUNCTION_FEDFUSE:
 		rc = add_fedfuse(path, p, locs);
 		break;
 	case FF_JUNCTION_FEDFS:
-		rc = add_fedfs(path, p, locs);
+		rc = add_fedfs(path, p, &fedfs);
 		break;
 	case FF_JUNCTION_MSDFS:
 		rc = add_msdfs(path, p, value);
@@ -371,7 +437,12 @@ int cmd_add(int argc, char **argv)
 	}
 	if (rc == 0)
 		printf("created %s junction %s\n", ff_junction_format_name(format), p);
+	goto out_free;
+
+out_complain:
+	tool_complain("%s", msg);
 out_free:
+	g_free(fedfs.nsdb_host);
 	g_free(value);
 	g_free(msg);
 	g_free(p);

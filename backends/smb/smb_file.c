@@ -653,9 +653,9 @@ int smb_rename_open(struct smb_loc *loc, struct smb_path_arg *a, int rc, struct 
 	if (!path)
 		return rc;
 	g_rw_lock_writer_lock(&loc->gate);
+	/* None of ours may mean one was being released during the first try, and is closed now
+	 * (a release closes inside the gate): the rename is tried again either way. */
 	fhs = smb_open_below(loc, path);
-	if (fhs->len == 0)
-		goto out_unlock; /* not ours */
 	for (guint i = 0; i < fhs->len; i++) {
 		struct smb_file *fh = fhs->pdata[i];
 
@@ -688,7 +688,6 @@ int smb_rename_open(struct smb_loc *loc, struct smb_path_arg *a, int rc, struct 
 				  loc->display);
 		g_free((char *)o.url);
 	}
-out_unlock:
 	g_rw_lock_writer_unlock(&loc->gate);
 	g_ptr_array_free(fhs, TRUE);
 	g_free(path);

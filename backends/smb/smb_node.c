@@ -402,7 +402,8 @@ static int smb_unlink_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg)
 }
 
 /* Remove `name` from `parent` with `fn` (unlink or rmdir). A sharing violation (EBUSY) may
- * come from a file still open on a retired connection: once those are freed, try again. */
+ * come from a file still open on a retired connection, or from one of ours being released: once
+ * those are closed, try again. */
 static int remove_name(struct smb_loc *loc, ff_node *parent, const char *name,
 		       int (*fn)(struct smb_loc *, struct smb_conn *, void *))
 {
@@ -415,6 +416,13 @@ static int remove_name(struct smb_loc *loc, ff_node *parent, const char *name,
 	rc = smb_run(loc, false, fn, &a);
 	if (rc == -EBUSY && smb_pool_wait_reaped(&loc->pool))
 		rc = smb_run(loc, false, fn, &a);
+	if (rc == -EBUSY) {
+		/* or from one of our handles being released meanwhile: a release closes inside
+		 * the gate, so it has once the gate is ours */
+		g_rw_lock_writer_lock(&loc->gate);
+		rc = smb_run(loc, false, fn, &a);
+		g_rw_lock_writer_unlock(&loc->gate);
+	}
 	if (rc == 0) {
 		smb_names_update(loc, smb_pn(parent), name, false);
 		ff_pathtree_unlink(loc->tree, smb_pn(parent), name);

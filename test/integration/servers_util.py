@@ -62,14 +62,15 @@ _LIVE = set()  # PrivateServers not cleaned up yet, for the atexit safety net
 
 
 class PrivateServers:
-    """One ganesha and/or one smbd of our own. start() runs scripts/test-servers start with
+    """One ganesha, one smbd and/or one NSDB pair (slapd) of our own. start() runs scripts/test-servers start with
     FEDFUSE_TEST_STATE pointing at a private folder; .env is its servers.env afterwards."""
 
     def __init__(self, smb_ports=None, prefix="fedfuse-priv-"):
         # Short path: it ends up in NFS export paths and URIs.
         self.state = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
         os.chmod(self.state, 0o755)
-        self.nfs_port, self.mnt_port, smb_port = free_ports(3)
+        (self.nfs_port, self.mnt_port, smb_port, self.nsdb_port, self.nsdb_consumer_port,
+         self.nsdb_ldaps_port) = free_ports(6)
         self.smb_ports = smb_ports or [smb_port]
         self.env = {}
         self.log = []
@@ -79,7 +80,10 @@ class PrivateServers:
         env = dict(os.environ)
         env.update(FEDFUSE_TEST_STATE=self.state, GANESHA_NFS_PORT=str(self.nfs_port),
                    GANESHA_MNT_PORT=str(self.mnt_port),
-                   FEDFUSE_SMB_PORTS=" ".join(str(p) for p in self.smb_ports))
+                   FEDFUSE_SMB_PORTS=" ".join(str(p) for p in self.smb_ports),
+                   FEDFUSE_NSDB_PORT=str(self.nsdb_port),
+                   FEDFUSE_NSDB_CONSUMER_PORT=str(self.nsdb_consumer_port),
+                   FEDFUSE_NSDB_LDAPS_PORT=str(self.nsdb_ldaps_port))
         p = subprocess.run([TEST_SERVERS, cmd] + list(which), env=env, capture_output=True,
                            text=True, timeout=timeout, stdin=subprocess.DEVNULL)
         self.log.append(f"$ test-servers {cmd} {' '.join(which)} -> {p.returncode}\n"
@@ -95,7 +99,7 @@ class PrivateServers:
         return self
 
     def stop(self, *which):
-        self.cont(*which)
+        self.cont(*[w for w in which if w in ("nfs", "smb")])
         return self._run("stop", *which)
 
     # The pids are read from the pid files each time: a restart changes them.
@@ -142,7 +146,7 @@ class PrivateServers:
                 _wait_stopped(pid, group=(w != "nfs"))
 
     def cont(self, *which):
-        for w in which or ("nfs", "smb"):
+        for w in which:
             self._signal(w, signal.SIGCONT)
 
     def kill(self, *which):
@@ -171,7 +175,7 @@ class PrivateServers:
         _LIVE.discard(self)
         try:
             self.cont("nfs", "smb")
-            self._run("stop", "nfs", "smb", timeout=60)
+            self._run("stop", "nfs", "smb", "nsdb", timeout=60)
         finally:
             shutil.rmtree(self.state, ignore_errors=True)
 

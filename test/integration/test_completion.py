@@ -43,7 +43,8 @@ def test_registered():
 
 
 def test_commands():
-    assert complete("fedfuse-junction ") == ["add", "check", "list", "remove", "show", "status"]
+    assert complete("fedfuse-junction ") == ["add", "check", "list", "nsdb", "remove", "show",
+                                             "status"]
     assert complete("fedfuse-junction re") == ["remove"]
     assert complete("fedfuse-junction -") == ["--help", "--version"]
 
@@ -59,12 +60,39 @@ def test_options():
 
 
 def test_format_values():
-    assert complete("fedfuse-junction add --format ") == ["fedfs", "fedfuse", "msdfs"]
+    assert complete("fedfuse-junction add --format ") == ["fedfs", "fedfs-nsdb", "fedfuse",
+                                                          "msdfs"]
     assert complete("fedfuse-junction add -f m") == ["msdfs"]
     # bash replaces only what follows the '=' of --format=...
-    assert complete("fedfuse-junction add --format=fedf") == ["fedfs", "fedfuse"]
+    assert complete("fedfuse-junction add --format=fedf") == ["fedfs", "fedfs-nsdb", "fedfuse"]
     assert complete("fedfuse-junction add --format=fedf", breaks=" ") == [
-        "--format=fedfs", "--format=fedfuse"]
+        "--format=fedfs", "--format=fedfs-nsdb", "--format=fedfuse"]
+    # an NSDB junction: PATH, then an NSDB host and an FSN UUID, which are not completed
+    assert complete("fedfuse-junction add --format fedfs-nsdb /x ") == []
+
+
+def test_nsdb():
+    assert complete("fedfuse-junction nsdb ") == ["add-fsl", "create-fsn", "delete-fsn", "list",
+                                                  "remove-fsl", "update-fsl"]
+    conn = ["--ca-file", "--help", "--nsdb", "--security", "--timeout", "-D", "-y"]
+    assert complete("fedfuse-junction nsdb -") == conn
+    assert complete("fedfuse-junction nsdb --nsdb h -D cn=a -y /p list -") == conn
+    assert complete("fedfuse-junction nsdb create-fsn -") == sorted(conn + ["--ttl"])
+    assert complete("fedfuse-junction nsdb add-fsl -") == sorted(
+        conn + ["--fsl-uuid", "--going", "--order", "--rank"])
+    assert complete("fedfuse-junction nsdb update-fsl -") == sorted(
+        conn + ["--going", "--not-going", "--order", "--rank", "--uri"])
+    # option values: the subcommand is still the next word after them
+    assert complete("fedfuse-junction nsdb --nsdb h -D cn=a cr") == ["create-fsn"]
+    assert complete("fedfuse-junction nsdb --security ") == ["ldaps", "none", "starttls"]
+    assert complete("fedfuse-junction nsdb --security=s") == ["starttls"]
+    for opt in ("--nsdb", "-D", "--timeout"):
+        assert complete(f"fedfuse-junction nsdb {opt} ") == [], opt
+    # an FSL's URI: nfs or smb
+    assert complete("fedfuse-junction nsdb add-fsl --rank 1 u ") == ["nfs://", "smb://"]
+    assert complete("fedfuse-junction nsdb add-fsl u nfs:") == ["//"]
+    assert complete("fedfuse-junction nsdb update-fsl u v --uri s") == ["smb://"]
+    assert complete("fedfuse-junction nsdb remove-fsl u ") == []
 
 
 def test_timeout_takes_a_number():

@@ -416,11 +416,11 @@ MALFORMED = {
     "fedfs-64k-junk": ("fedfs", JUNK_64K, True, True),
     "fedfs-dotdot": ("fedfs", nfsref_xml([("127.0.0.1", 12049, ["export", "..", "etc"])]),
                      True, False),
-    "fedfs-nsdb": ("fedfs", b'<?xml version="1.0" encoding="UTF-8"?>\n<junction>\n'
-                   b'  <savedmode bits="755"/>\n  <fileset>\n'
-                   b'    <name fsnuuid="6ba7b810-9dad-11d1-80b4-00c04fd430c8" '
-                   b'nsdbname="nsdb.example.org" nsdbport="389"/>\n'
-                   b'  </fileset>\n</junction>\n', True, False),
+    "fedfs-nsdb-bad-uuid": ("fedfs", b'<?xml version="1.0" encoding="UTF-8"?>\n<junction>\n'
+                            b'  <savedmode bits="755"/>\n  <fileset>\n'
+                            b'    <name fsnuuid="6ba7b810-9dad-11d1-80b4-00c04fd430c8-x" '
+                            b'nsdbname="nsdb.example.org" nsdbport="389"/>\n'
+                            b'  </fileset>\n</junction>\n', True, False),
     "fedfs-64k-junk-no-nul": ("fedfs", JUNK_64K_NO_NUL, True, True),
     "fedfuse-64k-junk": ("fedfuse", JUNK_64K, False, True),
     "fedfuse-64k-junk-no-nul": ("fedfuse", JUNK_64K_NO_NUL, False, True),
@@ -490,8 +490,8 @@ def test_malformed_shown_as_is_and_logged_once(mount_factory, tmp_path, shm_dir,
     line = lines[0]
     assert len(line) < 1024, f"{case}: log line of {len(line)} bytes"
     assert all(c >= " " for c in line), f"{case}: control characters in the log line"
-    if case == "fedfs-nsdb":
-        assert "NSDB junctions are not supported" in line
+    if case == "fedfs-nsdb-bad-uuid":
+        assert "is not a UUID" in line
 
 
 def test_junction_value_of_64k_is_followed(mount_factory, shm_dir):

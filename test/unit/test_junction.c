@@ -709,31 +709,54 @@ static void test_fedfs_errors(void)
 
 static void test_fedfs_nsdb(void)
 {
-	/* what fedfs-utils' nfsref add -t nfs-fedfs writes */
+	/* what fedfs-utils' nfsref add -t nfs-fedfs writes: one location, the FSN */
 	static const char nsdb[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 				   "<junction>\n"
 				   "  <savedmode bits=\"1777\"/>\n"
 				   "  <fileset>\n"
-				   "    <name fsnuuid=\"d2b09895-98ff-415e-ac73-565fad7b429b\" "
+				   "    <name fsnuuid=\"D2B09895-98ff-415e-ac73-565fad7b429b\" "
 				   "nsdbname=\"nsdb.example.net\" nsdbport=\"1389\"/>\n"
 				   "  </fileset>\n"
 				   "</junction>\n";
+	static const char *const fsn[] = {
+		"fedfs://nsdb.example.net:1389/d2b09895-98ff-415e-ac73-565fad7b429b", NULL
+	};
+	static const char *const fsn389[] = {
+		"fedfs://[fd00::1]/d2b09895-98ff-415e-ac73-565fad7b429b", NULL
+	};
+	struct ff_junction *j;
 	char *msg = NULL;
 
-	errno = 0;
-	g_assert_null(ff_junction_parse_fedfs(nsdb, strlen(nsdb), "1777", 4, &msg));
-	g_assert_cmpint(errno, ==, ENOTSUP);
-	assert_msg_safe(msg);
-	g_assert_true(g_str_has_prefix(msg, "NSDB junctions are not supported"));
-	g_assert_nonnull(strstr(msg, "nsdb.example.net:1389"));
-	g_free(msg);
+	j = ff_junction_parse_fedfs(nsdb, strlen(nsdb), NULL, 0, &msg);
+	g_assert_null(msg);
+	assert_uris(j, fsn);
+	g_assert_cmpint(j->mode, ==, 01777);
+	ff_junction_free(j);
 
-	/* the LDAP port by default */
-	reject_fedfs_full("<junction><fileset><name fsnuuid=\"u\" nsdbname=\"n\"/></fileset>"
-			  "</junction>",
-			  strlen("<junction><fileset><name fsnuuid=\"u\" nsdbname=\"n\"/></fileset>"
-				 "</junction>"),
-			  NULL, ENOTSUP, "fileset u on NSDB n:389");
+	/* the LDAP port is left out; an IPv6 NSDB name gets its brackets */
+	j = ff_junction_parse_fedfs(
+		"<junction><fileset><name fsnuuid=\"d2b09895-98ff-415e-ac73-"
+		"565fad7b429b\" nsdbname=\"fd00::1\" nsdbport=\"389\"/>"
+		"</fileset></junction>",
+		strlen("<junction><fileset><name fsnuuid=\"d2b09895-98ff-415e-ac73-"
+		       "565fad7b429b\" nsdbname=\"fd00::1\" nsdbport=\"389\"/>"
+		       "</fileset></junction>"),
+		NULL, 0, &msg);
+	g_assert_null(msg);
+	assert_uris(j, fsn389);
+	ff_junction_free(j);
+
+	/* a name that is no UUID, a host that is none, both kinds in one fileset */
+	reject_fedfs("<junction><fileset><name fsnuuid=\"u\" nsdbname=\"n\"/></fileset>"
+		     "</junction>",
+		     "<name fsnuuid='u'> is not a UUID");
+	reject_fedfs("<junction><fileset><name fsnuuid=\"d2b09895-98ff-415e-ac73-565fad7b429b\" "
+		     "nsdbname=\"a b\"/></fileset></junction>",
+		     "trusted.junction.nfs: <name>");
+	reject_fedfs("<junction><fileset><name fsnuuid=\"d2b09895-98ff-415e-ac73-565fad7b429b\" "
+		     "nsdbname=\"n\"/><location><host name=\"h\"/><path/></location></fileset>"
+		     "</junction>",
+		     "holds both <name> (an NSDB junction) and <location>");
 }
 
 static void test_fedfs_mode_test(void)
@@ -919,6 +942,90 @@ static void test_round_trip_fedfs(void)
 	ff_junction_free(j);
 	g_free(xml);
 	locations_free(locs);
+}
+
+/* What fedfs-utils' nfsref add -t nfs-fedfs writes, and the FSN location it reads back as. */
+static void test_round_trip_fedfs_nsdb(void)
+{
+	static const char want[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+				   "<junction>\n"
+				   "  <savedmode bits=\"750\"/>\n"
+				   "  <fileset>\n"
+				   "    <name fsnuuid=\"d2b09895-98ff-415e-ac73-565fad7b429b\" "
+				   "nsdbname=\"nsdb.example.net\" nsdbport=\"389\"/>\n"
+				   "  </fileset>\n"
+				   "</junction>\n";
+	static const struct {
+		const char *host;
+		int port;
+		const char *name; /* nsdbname= */
+		const char *uri;
+	} cases[] = {
+		{ "nsdb.example.net", 389, "nsdb.example.net",
+		  "fedfs://nsdb.example.net/d2b09895-98ff-415e-ac73-565fad7b429b" },
+		{ "nsdb.example.net", 1389, "nsdb.example.net",
+		  "fedfs://nsdb.example.net:1389/d2b09895-98ff-415e-ac73-565fad7b429b" },
+		{ "fd00::1", 389, "fd00::1",
+		  "fedfs://[fd00::1]/d2b09895-98ff-415e-ac73-565fad7b429b" },
+		{ "[fd00::1]", 636, "fd00::1",
+		  "fedfs://[fd00::1]:636/d2b09895-98ff-415e-ac73-565fad7b429b" },
+		{ "192.0.2.7", 389, "192.0.2.7",
+		  "fedfs://192.0.2.7/d2b09895-98ff-415e-ac73-565fad7b429b" },
+	};
+	static const struct {
+		const char *host;
+		int port;
+		const char *uuid, *want;
+	} bad[] = {
+		{ "h", 389, "d2b09895-98ff-415e-ac73", "is not an FSN UUID" },
+		{ "h", 389, "d2b09895-98ff-415e-ac73-565fad7b429g", "is not an FSN UUID" },
+		{ "h", 389, "\x1b[2J", "is not an FSN UUID" },
+		{ "a b", 389, "d2b09895-98ff-415e-ac73-565fad7b429b", "NSDB 'a b' is not a host" },
+		{ "h\"/><x", 389, "d2b09895-98ff-415e-ac73-565fad7b429b", "is not a host" },
+		{ "[h]", 389, "d2b09895-98ff-415e-ac73-565fad7b429b", "is not a host" },
+		{ "", 389, "d2b09895-98ff-415e-ac73-565fad7b429b", "is not a host" },
+		{ "h", 0, "d2b09895-98ff-415e-ac73-565fad7b429b", "port 0 is not a port" },
+		{ "h", 65536, "d2b09895-98ff-415e-ac73-565fad7b429b", "port 65536 is not" },
+	};
+	struct ff_junction *j;
+	char *xml, *msg = NULL;
+
+	/* byte for byte nfsref's layout; the UUID in lower case, the LDAP port written */
+	xml = ff_junction_format_fedfs_nsdb("nsdb.example.net", 389,
+					    "D2B09895-98FF-415E-AC73-565FAD7B429B", 040750, &msg);
+	g_assert_null(msg);
+	g_assert_cmpstr(xml, ==, want);
+	j = parse_fedfs(xml, NULL);
+	g_assert_cmpuint(j->mode, ==, 0750);
+	ff_junction_free(j);
+	g_free(xml);
+
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		const char *const uris[] = { cases[i].uri, NULL };
+		char *name = g_strdup_printf("nsdbname=\"%s\" nsdbport=\"%d\"/>", cases[i].name,
+					     cases[i].port);
+
+		xml = ff_junction_format_fedfs_nsdb(cases[i].host, cases[i].port,
+						    "d2b09895-98ff-415e-ac73-565fad7b429b", 01777,
+						    &msg);
+		g_assert_null(msg);
+		g_assert_nonnull(strstr(xml, name));
+		j = parse_fedfs(xml, "1777");
+		assert_uris(j, uris);
+		g_assert_cmpuint(j->mode, ==, 01777);
+		ff_junction_free(j);
+		g_free(xml);
+		g_free(name);
+	}
+
+	for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+		errno = 0;
+		xml = ff_junction_format_fedfs_nsdb(bad[i].host, bad[i].port, bad[i].uuid, 0755,
+						    &msg);
+		g_assert_null(xml);
+		check_rejected(NULL, msg, EINVAL, bad[i].want);
+		msg = NULL;
+	}
 }
 
 static void test_round_trip_msdfs(void)
@@ -1197,6 +1304,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/junction/msdfs/errors", test_msdfs_errors);
 	g_test_add_func("/junction/round-trip/fedfuse", test_round_trip_fedfuse);
 	g_test_add_func("/junction/round-trip/fedfs", test_round_trip_fedfs);
+	g_test_add_func("/junction/round-trip/fedfs-nsdb", test_round_trip_fedfs_nsdb);
 	g_test_add_func("/junction/round-trip/msdfs", test_round_trip_msdfs);
 	g_test_add_func("/junction/format/errors", test_format_errors);
 	g_test_add_func("/junction/robustness/mutations", test_fuzz);

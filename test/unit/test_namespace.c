@@ -13,6 +13,7 @@
 #include <glib/gstdio.h>
 
 #include "fedfuse/namespace.h"
+#include "fedfuse/nsdb.h"
 
 static char *tmpdir;
 
@@ -342,6 +343,7 @@ static void test_describe(void)
 		"attr-timeout=0.5\n"
 		"timeout=30\n"
 		"watch=true\n"
+		"nsdb-stale-grace=300\n"
 		"/ referral locations=file://localhost/srv/root read-only=false timeout=30 "
 		"attr-timeout=0.5 watch=true on-unreachable=error file-mode=0755 dir-mode=0755\n"
 		"/corp virtual\n"
@@ -534,7 +536,8 @@ static const struct error_case error_cases[] = {
 	  "1: the file starts with a byte order mark; save it without one" },
 	/* groups and paths */
 	{ "group/unknown", "[/a]\n" LOC "\n[global]\n",
-	  "4: unknown group [global]: expected [namespace] or an absolute path" },
+	  "4: unknown group [global]: expected [namespace], [nsdb HOST[:PORT]] or an absolute "
+	  "path" },
 	{ "group/relative-path", "[home/user]\n" LOC, "1: path 'home/user' is not absolute" },
 	{ "group/dotdot", "[/a/../b]\n" LOC, "1: path '/a/../b' is not normalised" },
 	{ "group/dotdot-end", "[/a/..]\n" LOC, "1: path '/a/..' is not normalised" },
@@ -706,7 +709,106 @@ static const struct error_case error_cases[] = {
 	  "chmod 600 it" },
 	{ "credentials/directory", "[/a]\n" LOC "credentials=@D@\n",
 	  "3: credentials file @D@ is not a regular file" },
+	/* NSDBs */
+	{ "nsdb/name", "[nsdb a b]\n",
+	  "1: [nsdb a b]: NSDB 'a b' is not HOST, HOST:PORT or [IPV6]:PORT" },
+	{ "nsdb/v6-without-brackets", "[nsdb fd00::1]\n",
+	  "1: [nsdb fd00::1]: NSDB 'fd00::1' is not HOST, HOST:PORT or [IPV6]:PORT" },
+	{ "nsdb/port", "[nsdb h:0]\n",
+	  "1: [nsdb h:0]: NSDB 'h:0': port is not a number from 1 to 65535" },
+	{ "nsdb/security", "[nsdb h]\nsecurity=tls\n",
+	  "2: [nsdb h] security: 'tls' is not none, starttls or ldaps" },
+	{ "nsdb/ca-relative", "[nsdb h]\nca-file=ca.pem\n",
+	  "2: [nsdb h] ca-file: 'ca.pem' is not an absolute path" },
+	{ "nsdb/ca-missing", "[nsdb h]\nca-file=@D@/no-such-ca.pem\n",
+	  "2: [nsdb h] ca-file: cannot read '@D@/no-such-ca.pem': No such file or directory" },
+	{ "nsdb/replica-twice", "[nsdb h]\nreplicas=h2;H2:389\n",
+	  "2: [nsdb h] replicas: h2:389 is listed twice (or is the NSDB itself)" },
+	{ "nsdb/replica-is-itself", "[nsdb h:1389]\nreplicas=h:1389\n",
+	  "2: [nsdb h:1389] replicas: h:1389 is listed twice (or is the NSDB itself)" },
+	{ "nsdb/replica-empty", "[nsdb h]\nreplicas=h2;;h3\n",
+	  "2: [nsdb h] replicas: empty entry" },
+	{ "nsdb/twice", "[nsdb h]\n[nsdb H:389]\n",
+	  "2: [nsdb H:389]: NSDB h:389 is described twice (first at line 1)" },
+	{ "nsdb/unknown-key", "[nsdb h]\nlocations=file:///a\n",
+	  "2: unknown key 'locations' in [nsdb h]" },
+	{ "nsdb/grace", "[namespace]\nnsdb-stale-grace=-1\n",
+	  "2: nsdb-stale-grace: '-1' is not a number of seconds (0 or more)" },
 };
+
+/* ---- NSDBs ------------------------------------------------------------------------------- */
+
+static void test_nsdb(void)
+{
+	struct ff_namespace *ns = load_ok(
+		"[namespace]\nnsdb-stale-grace=60\n"
+		"[nsdb NSDB1.example.org]\nsecurity=starttls\n"
+		"replicas = nsdb2.example.org:1389, [FD00::2] ;\n"
+		"[nsdb 10.0.0.9:1636]\nsecurity=ldaps\n"
+		"[/fleet]\nlocations=fedfs://nsdb1.example.org/d2b09895-98ff-415e-ac73-565fad7b429b\n",
+		NULL, NULL);
+	const struct ff_nsdb_conf *conf = g_hash_table_lookup(ns->nsdbs, "nsdb1.example.org:389");
+	g_autofree char *text = ff_namespace_describe(ns);
+	g_autofree char *server = NULL, *uuid = NULL;
+	const struct ff_referral *r = ff_namespace_resolve(ns, "/fleet", NULL);
+
+	g_assert_cmpfloat(ns->nsdb_stale_grace, ==, 60);
+	g_assert_nonnull(conf);
+	g_assert_cmpint(conf->security, ==, FF_NSDB_SEC_STARTTLS);
+	g_assert_cmpuint(conf->servers->len, ==, 3);
+	g_assert_cmpstr(conf->servers->pdata[0], ==, "nsdb1.example.org:389");
+	g_assert_cmpstr(conf->servers->pdata[1], ==, "nsdb2.example.org:1389");
+	g_assert_cmpstr(conf->servers->pdata[2], ==, "[fd00::2]:389");
+	conf = g_hash_table_lookup(ns->nsdbs, "10.0.0.9:1636");
+	g_assert_nonnull(conf);
+	g_assert_cmpint(conf->security, ==, FF_NSDB_SEC_LDAPS);
+	g_assert_nonnull(strstr(text, "nsdb-stale-grace=60\nnsdb 10.0.0.9:1636 security=ldaps\n"
+				      "nsdb nsdb1.example.org:389 security=starttls "
+				      "replicas=nsdb2.example.org:1389;[fd00::2]:389\n"));
+	g_assert_nonnull(r);
+	g_assert_true(ff_nsdb_is_fsn(&loc_at(r, 0)->spec));
+	g_assert_cmpint(ff_nsdb_fsn_parse(&loc_at(r, 0)->spec, &server, &uuid, NULL), ==, 0);
+	g_assert_cmpstr(server, ==, "nsdb1.example.org:389");
+	g_assert_cmpstr(uuid, ==, "d2b09895-98ff-415e-ac73-565fad7b429b");
+	ff_namespace_unref(ns);
+}
+
+/* The rules of an FSN location, as the daemon's check applies them. */
+static void test_nsdb_fsn_location(void)
+{
+	static const struct {
+		const char *uri, *want; /* NULL: accepted */
+	} cases[] = {
+		{ "fedfs://h:1389/D2B09895-98FF-415E-AC73-565FAD7B429B", NULL },
+		{ "fedfs://[::1]/d2b09895-98ff-415e-ac73-565fad7b429b", NULL },
+		{ "fedfs:///d2b09895-98ff-415e-ac73-565fad7b429b", "names its NSDB" },
+		{ "fedfs://h/d2b09895-98ff-415e-ac73-565fad7b429b?x=1", "takes no options" },
+		{ "fedfs://h/d2b09895-98ff-415e-ac73-565fad7b429", "is not one FSN UUID" },
+		{ "fedfs://h/d2b09895-98ff-415e-ac73-565fad7b429bb", "is not one FSN UUID" },
+		{ "fedfs://h/d2b09895x98ff-415e-ac73-565fad7b429b", "is not one FSN UUID" },
+		{ "fedfs://h/d2b09895-98ff-415e-ac73-565fad7b429g", "is not one FSN UUID" },
+		{ "fedfs://h/a/d2b09895-98ff-415e-ac73-565fad7b429b", "is not one FSN UUID" },
+		{ "fedfs://h/", "is not one FSN UUID" },
+	};
+
+	for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+		struct ff_location loc;
+		char *msg = NULL;
+		int rc;
+
+		g_assert_true(ff_location_parse(cases[i].uri, &loc, NULL));
+		rc = ff_nsdb_fsn_parse(&loc.spec, NULL, NULL, &msg);
+		if (!cases[i].want) {
+			g_assert_cmpint(rc, ==, 0);
+			g_assert_null(msg);
+		} else {
+			g_assert_cmpint(rc, ==, -EINVAL);
+			g_assert_nonnull(strstr(msg, cases[i].want));
+		}
+		g_free(msg);
+		ff_location_clear(&loc);
+	}
+}
 
 static void test_error_case(gconstpointer data)
 {
@@ -1139,6 +1241,8 @@ int main(int argc, char **argv)
 	g_test_add_func("/namespace/error/credentials/owner", test_error_credentials_owner);
 	g_test_add_func("/namespace/error/check-callback", test_error_check);
 	g_test_add_func("/namespace/location/parse", test_location_parse);
+	g_test_add_func("/namespace/nsdb/groups", test_nsdb);
+	g_test_add_func("/namespace/nsdb/fsn-location", test_nsdb_fsn_location);
 	g_test_add_func("/namespace/robustness/location", test_fuzz_location);
 	g_test_add_func("/namespace/robustness/file", test_fuzz_file);
 
