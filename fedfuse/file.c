@@ -18,11 +18,21 @@
 
 /* ---- files -------------------------------------------------------------------------------- */
 
+/* A file's modification and change times in one number: a change of either changes it (two
+ * different pairs giving the same number is a 1 in 2^64 chance). The inode has no room for
+ * both whole (inode.c keeps it within one allocation size). */
+static uint64_t times_of(const struct stat *st)
+{
+	uint64_t m = (uint64_t)st->st_mtim.tv_sec * 1000000000u + (uint64_t)st->st_mtim.tv_nsec;
+	uint64_t c = (uint64_t)st->st_ctim.tv_sec * 1000000000u + (uint64_t)st->st_ctim.tv_nsec;
+
+	return m ^ ((c << 32) | (c >> 32)) ^ (c * 0x9e3779b97f4a7c15u);
+}
+
 static bool same_version(struct ff_inode *inode, const struct stat *st)
 {
 	return inode->cache_valid && inode->cache_size == st->st_size &&
-	       inode->cache_mtime_sec == st->st_mtim.tv_sec &&
-	       inode->cache_mtime_nsec == st->st_mtim.tv_nsec;
+	       inode->cache_times == times_of(st);
 }
 
 static void remember_version(struct ff_inode *inode, const struct stat *st)
@@ -30,8 +40,7 @@ static void remember_version(struct ff_inode *inode, const struct stat *st)
 	g_mutex_lock(&inode->lock);
 	inode->cache_valid = true;
 	inode->cache_size = st->st_size;
-	inode->cache_mtime_sec = st->st_mtim.tv_sec;
-	inode->cache_mtime_nsec = (int32_t)st->st_mtim.tv_nsec;
+	inode->cache_times = times_of(st);
 	g_mutex_unlock(&inode->lock);
 }
 
@@ -93,12 +102,18 @@ void ff_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	f = file_new(&op, fh);
 	/* Close-to-open consistency: keep the kernel's cached pages only if the file has not
-	 * changed since they were read. */
+	 * changed since they were read (its size, modification and change times); when another
+	 * client changed it, the kernel's cached attributes (its size) go too. */
 	if (!(flags & O_TRUNC) && ff_gw_getattr(op.t.mnt, &op.h.cred, op.t.bnode, fh, &st) == 0) {
+		bool known;
+
 		g_mutex_lock(&op.inode->lock);
+		known = op.inode->cache_valid;
 		fi->keep_cache = same_version(op.inode, &st);
 		g_mutex_unlock(&op.inode->lock);
 		remember_version(op.inode, &st);
+		if (known && !fi->keep_cache)
+			ff_notify_attrs_stale(op.inode);
 	}
 	/* O_TRUNC by a caller without CAP_FSETID clears setid bits, as a truncate does; the
 	 * kernel may hold the old mode (ff_inode_note_mode). */

@@ -76,8 +76,7 @@ struct ff_inode {
 	 * `lock`, as are opencount and the fields after it). */
 	bool cache_valid;
 	int opencount;
-	int32_t cache_mtime_nsec; /* st_mtim, in two parts that pack */
-	int64_t cache_mtime_sec;
+	uint64_t cache_times; /* st_mtim and st_ctim folded (file.c: times_of()) */
 	off_t cache_size;
 
 	struct ff_mount *mnt;

@@ -72,17 +72,23 @@ static void inval_entry(void *data, dev_t dev, ino_t dir_ino, const char *name)
 	g_rw_lock_reader_unlock(&hub.lock);
 }
 
-void ff_notify_after_write(struct ff_inode *inode)
+void ff_notify_attrs_stale(struct ff_inode *inode)
 {
-	if (!__atomic_load_n(&inode->setid, __ATOMIC_RELAXED))
-		return;
-	/* The next attributes the kernel gets say whether the bits are still set. Offset -1:
-	 * attributes only, no page is touched (the writer holds the inode's lock in the kernel). */
-	__atomic_store_n(&inode->setid, false, __ATOMIC_RELAXED);
+	/* Offset -1: attributes only, no page is touched (the caller may hold the inode's lock
+	 * in the kernel). */
 	g_rw_lock_reader_lock(&hub.lock);
 	if (hub.se)
 		fuse_lowlevel_notify_inval_inode(hub.se, inode->ino, -1, 0);
 	g_rw_lock_reader_unlock(&hub.lock);
+}
+
+void ff_notify_after_write(struct ff_inode *inode)
+{
+	if (!__atomic_load_n(&inode->setid, __ATOMIC_RELAXED))
+		return;
+	/* The next attributes the kernel gets say whether the bits are still set. */
+	__atomic_store_n(&inode->setid, false, __ATOMIC_RELAXED);
+	ff_notify_attrs_stale(inode);
 }
 
 void ff_notify_init(struct ff_notify *n, struct ff_mount *m)

@@ -22,6 +22,9 @@ void ff_notify_start(struct fuse_session *se, struct ff_itab *itab);
  * or the table goes away. */
 void ff_notify_stop(void);
 
+/* Drop the kernel's cached attributes of `inode` (not its pages): the next stat asks. */
+void ff_notify_attrs_stale(struct ff_inode *inode);
+
 /* The daemon's own operation on `inode` changed attributes in a way the kernel does not infer
  * from its reply (a write that cleared setid bits): drop the kernel's cached attributes now, so
  * that the reply, sent after this returns, is not followed by stale ones. Does nothing for an

@@ -375,6 +375,24 @@ out_use:
 	return 0;
 }
 
+GPtrArray *ff_nsdb_cached(struct ff_nsdb *db, const struct ff_location *fsn, bool *down)
+{
+	GPtrArray *uris = NULL, *locs = NULL;
+	struct fsn_entry *e;
+
+	g_mutex_lock(&db->lock);
+	e = g_hash_table_lookup(db->fsns, fsn->spec.uri);
+	*down = e && e->state == FSN_DOWN;
+	if (e && e->uris && (e->state == FSN_FRESH || e->state == FSN_STALE))
+		uris = g_ptr_array_ref(e->uris);
+	g_mutex_unlock(&db->lock);
+	if (uris) {
+		locs = locations_of(uris, fsn);
+		g_ptr_array_unref(uris);
+	}
+	return locs;
+}
+
 static const char *state_name(enum fsn_state s)
 {
 	static const char *const names[] = { "new", "fresh", "stale", "down", "error" };

@@ -160,6 +160,11 @@ void ff_nsdb_free(struct ff_nsdb *db);
 int ff_nsdb_resolve(struct ff_nsdb *db, const struct ff_namespace *ns,
 		    const struct ff_location *fsn, double timeout, GPtrArray **out, char **msg);
 
+/* What is known of `fsn` without asking: its locations as last resolved (a new array, as
+ * ff_nsdb_resolve() gives them) while it is fresh or stale, else NULL; *down says whether its
+ * NSDB servers were not answering at the last attempt. */
+GPtrArray *ff_nsdb_cached(struct ff_nsdb *db, const struct ff_location *fsn, bool *down);
+
 /* One line per FSN resolved so far, for /.fedfuse/locations:
  * "fsn URI state=fresh|stale|down|error ..." */
 void ff_nsdb_describe(struct ff_nsdb *db, GString *out);

@@ -395,21 +395,38 @@ static struct ff_jentry *junction_of(const struct ff_ctx *c, struct ff_mount *m,
 	return e;
 }
 
+static bool location_down(struct ff_state *s, const struct ff_referral *ref,
+			  const struct ff_location *loc)
+{
+	struct ff_mount *m = ff_mounts_get(s->mounts, ref->path, loc, ref->attr_timeout, NULL);
+
+	ff_mount_unref(m); /* a referral's mount: the table keeps it */
+	return g_atomic_int_get(&m->state) == FF_MOUNT_DOWN;
+}
+
 bool ff_resolve_referral_hidden(struct ff_state *s, const struct ff_referral *ref)
 {
 	if (ref->on_unreachable != FF_UNREACHABLE_SKIP)
 		return false;
 	for (guint i = 0; i < ref->locations->len; i++) {
 		const struct ff_location *loc = ref->locations->pdata[i];
-		struct ff_mount *m;
+		g_autoptr(GPtrArray) known = NULL;
+		bool nsdb_down = false;
 
-		if (ff_nsdb_is_fsn(&loc->spec)) /* its locations are known on lookup only */
-			return false;
-		m = ff_mounts_get(s->mounts, ref->path, loc, ref->attr_timeout, NULL);
-
-		ff_mount_unref(m); /* a referral's mount: the table keeps it */
-		if (g_atomic_int_get(&m->state) != FF_MOUNT_DOWN)
-			return false;
+		if (!ff_nsdb_is_fsn(&loc->spec)) {
+			if (!location_down(s, ref, loc))
+				return false;
+			continue;
+		}
+		/* an FSN: down when its NSDB is, or when every location it gave is */
+		known = ff_nsdb_cached(s->nsdb, loc, &nsdb_down);
+		if (nsdb_down)
+			continue;
+		if (!known)
+			return false; /* not asked yet */
+		for (guint j = 0; j < known->len; j++)
+			if (!location_down(s, ref, known->pdata[j]))
+				return false;
 	}
 	return true;
 }

@@ -473,7 +473,8 @@ def mount_factory(tmp_path):
 
 
 # Fixtures of the fault and junction modules that start servers of a kind themselves.
-_FIXTURE_KINDS = {"smb445": ("smb",), "private_nfs": ("nfs3",), "priv": ("nfs3", "smb")}
+_FIXTURE_KINDS = {"smb445": ("smb",), "private_nfs": ("nfs3",), "priv": ("nfs3", "smb"),
+                  "nsdb": ("nfs3",), "private_nsdb": ("nfs3",)}
 
 
 @pytest.fixture(autouse=True)

@@ -164,12 +164,12 @@ def fsn_line(m, uri):
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="FedFS junctions are read only when fedfuse runs as root")
-@pytest.mark.parametrize("kind", ["nfs", "smb"])
+@pytest.mark.parametrize("kind", ["nfs3", "smb"])
 def test_nsdb_junction_resolves(mount_factory, tmp_path, nsdb, kind):
     """A junction naming an FSN leads to the location its FSL gives: NFS as RFC 7532 says, and
     SMB, our extension."""
     tag = uuid.uuid4().hex[:8]
-    uri = nfs_dir(f"nsdb-{tag}", b"nfs data\n") if kind == "nfs" else \
+    uri = nfs_dir(f"nsdb-{tag}", b"nfs data\n") if kind == "nfs3" else \
         smb_dir(f"nsdb-{tag}", b"smb data\n")
     fsn = nsdb.add_fsn(ttl=300)
     nsdb.add_fsl(fsn, uri)
@@ -177,7 +177,7 @@ def test_nsdb_junction_resolves(mount_factory, tmp_path, nsdb, kind):
     nsdb_junction(os.path.join(top, "j"), nsdb, fsn)
     m = mount_factory(ns_text=namespace_text([("/a", [f"file://{top}"], None)]))
     m.start()
-    assert marker(m, "a", "j") == (b"nfs data\n" if kind == "nfs" else b"smb data\n")
+    assert marker(m, "a", "j") == (b"nfs data\n" if kind == "nfs3" else b"smb data\n")
     assert os.listdir(os.path.join(m.mnt, "a", "j")) == ["marker"]
     line = fsn_line(m, fsn_uri(nsdb, fsn))
     assert line.get("state") == "fresh", line
@@ -372,3 +372,30 @@ def test_frozen_provider_replica_within_timeout(mount_factory, private_nsdb):
     assert content == b"frozen"
     line = fsn_line(m, fsn_uri(n, fsn))
     assert line["server"] == f"127.0.0.1:{n.consumer_port}", line
+
+
+def test_skip_hides_fsn_referral_while_nsdb_down(mount_factory, private_nsdb):
+    """on-unreachable=skip: a referral naming an FSN leaves the listing while its NSDB does not
+    answer (and its last answer is past its grace), and comes back with it."""
+    servers, n = private_nsdb
+    uri = nfs_dir(f"nsdb-skip-{uuid.uuid4().hex[:8]}", b"skip")
+    fsn = n.add_fsn(ttl=1)
+    n.add_fsl(fsn, uri)
+    m = mount_factory(ns_text=namespace_text(
+        [("/k", [fsn_uri(n, fsn)], {"attr-timeout": "0.2", "on-unreachable": "skip"})],
+        {"nsdb_stale_grace": 0, "attr_timeout": 0.2}))
+    m.expect_log("NSDB 127.0.0.1")
+    m.start()
+    assert marker(m, "k") == b"skip"
+    servers.stop("nsdb-provider")
+
+    def hidden():
+        try:
+            os.stat(os.path.join(m.mnt, "k"))
+            return False
+        except FileNotFoundError:
+            return "k" not in os.listdir(m.mnt)
+    assert poll(hidden, 20), "the referral stayed while its NSDB was down"
+    servers.start("nsdb-provider")
+    assert poll(lambda: marker(m, "k") == b"skip", 20)
+    assert "k" in os.listdir(m.mnt)
