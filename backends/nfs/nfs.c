@@ -377,8 +377,10 @@ static int nfs_mount_loc(const struct ff_location_spec *spec, const struct ff_no
 	if (rc)
 		goto out_free;
 	loc->tree = ff_pathtree_new();
-	if (loc->version == 4)
+	if (loc->version == 4) {
 		loc->fhc = nfs4_fhcache_new(spec->attr_timeout);
+		loc->renewer = nfs4_renewer_start(loc);
+	}
 	*locp = loc;
 	return 0;
 
@@ -392,6 +394,7 @@ static void nfs_unmount_loc(void *l)
 {
 	struct nfs_loc *loc = l;
 
+	nfs4_renewer_stop(loc->renewer);
 	nfs_pool_destroy(loc);
 	loc_free(loc);
 }

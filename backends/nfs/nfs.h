@@ -101,6 +101,8 @@ struct nfs_loc {
 	struct ff_pathtree *tree;
 	struct nfs4_fhcache *fhc; /* NFSv4 directories' filehandles, or NULL (nfs_v4_fhcache.c) */
 	struct nfs_pool pool;
+	int v4_lease_s;		      /* the server's lease time (atomic; 0: not known yet) */
+	struct nfs4_renewer *renewer; /* NFSv4: keeps leases alive (nfs_v4_renew.c) */
 };
 
 /* A node reference: one reference to a path node (backends/pathtree), the object named by its path
@@ -403,8 +405,10 @@ int nfs4_getattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
  * on a path starts at the nearest one (PUTFH) instead of the server's root. NULL for ttl 0. */
 struct nfs4_fhcache *nfs4_fhcache_new(double ttl);
 void nfs4_fhcache_free(struct nfs4_fhcache *c);
-/* The server's largest READ and WRITE (FATTR4_MAXREAD, FATTR4_MAXWRITE; 0: not said). */
-int nfs4_maxio(struct nfs_context *nfs, uint64_t *maxread, uint64_t *maxwrite);
+/* The server's lease time, largest READ and largest WRITE (FATTR4_LEASE_TIME, FATTR4_MAXREAD,
+ * FATTR4_MAXWRITE; 0: not said), in one GETATTR. */
+int nfs4_server_attrs(struct nfs_context *nfs, uint32_t *lease, uint64_t *maxread,
+		      uint64_t *maxwrite);
 /* SETATTR through the anonymous stateid: works on directories and symlinks too, unlike libnfs
  * 4.0 which OPENs the object first; times with nanoseconds or the server's clock. */
 int nfs4_setattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
@@ -458,5 +462,16 @@ ssize_t nfs4_file_write(struct nfs_conn *conn, struct nfs4_file *f, uint64_t off
 int nfs4_file_commit(struct nfs_conn *conn, struct nfs4_file *f, char verf[NFS_VERF_SIZE]);
 /* Free a context's client identity. */
 void nfs4_client_free(struct nfs4_client *cl);
+/* RENEW the lease of the context's client identity (leased); 0 when it has none. */
+int nfs4_client_renew(struct nfs_conn *conn);
+
+/* ---- nfs_v4_renew.c ------------------------------------------------------------------------ */
+
+struct nfs4_renewer;
+struct nfs4_renewer *nfs4_renewer_start(struct nfs_loc *loc);
+void nfs4_renewer_stop(struct nfs4_renewer *r);
+/* An idle context of `loc` with NFSv4 files open on it, idle since before `idle_before`
+ * (monotonic usec), leased to the caller (nfs_conn_put() it); NULL when there is none. */
+struct nfs_conn *nfs_pool_take_idle_v4(struct nfs_loc *loc, gint64 idle_before);
 
 #endif /* FEDFUSE_NFS_H */

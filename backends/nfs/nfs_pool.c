@@ -416,10 +416,13 @@ int nfs_conn_get(struct nfs_loc *loc, const struct nfs_ident *id, gint64 deadlin
 	conn->writemax = nfs_get_writemax(conn->nfs);
 	if (loc->version == 4) { /* libnfs 4.0 asks only NFSv3 servers (FSINFO) */
 		uint64_t rmax = 0, wmax = 0;
+		uint32_t lease = 0;
 
-		if (nfs4_maxio(conn->nfs, &rmax, &wmax) == 0) {
+		if (nfs4_server_attrs(conn->nfs, &lease, &rmax, &wmax) == 0) {
 			conn->readmax = rmax;
 			conn->writemax = wmax;
+			if (lease > 0 && lease < 86400)
+				g_atomic_int_set(&loc->v4_lease_s, (int)lease); /* nfs_v4_renew.c */
 		}
 	}
 	if (conn->readmax == 0 || conn->readmax > NFS_XFER_MAX)
@@ -488,6 +491,36 @@ void nfs_conn_put(struct nfs_conn *conn, int err)
 	g_mutex_unlock(&pool->lock);
 	if (free_it)
 		conn_free(conn);
+}
+
+struct nfs_conn *nfs_pool_take_idle_v4(struct nfs_loc *loc, gint64 idle_before)
+{
+	struct nfs_pool *pool = &loc->pool;
+	struct nfs_conn *found = NULL;
+	GHashTableIter it;
+	gpointer k, v;
+
+	g_mutex_lock(&pool->lock);
+	g_hash_table_iter_init(&it, pool->sets);
+	while (!found && g_hash_table_iter_next(&it, &k, &v)) {
+		struct nfs_credset *set = v;
+
+		for (GList *l = set->idle.head; l; l = l->next) {
+			struct nfs_conn *conn = l->data;
+
+			if (conn->v4client && conn->opens && g_hash_table_size(conn->opens) > 0 &&
+			    conn->idle_since < idle_before && !conn->broken) {
+				found = conn;
+				break;
+			}
+		}
+	}
+	if (found) {
+		found->busy = true;
+		g_queue_remove(&found->set->idle, found);
+	}
+	g_mutex_unlock(&pool->lock);
+	return found;
 }
 
 void nfs_conn_ref(struct nfs_conn *conn)

@@ -303,20 +303,28 @@ void nfs4_ops_getattr(struct v4_ops *o)
 
 /* ---- the server's transfer sizes ------------------------------------------------------------ */
 
-static int decode_maxio(struct v4_call *c, COMPOUND4res *res, int err)
+struct server_attrs {
+	uint32_t lease;
+	uint64_t maxread, maxwrite;
+};
+
+static int decode_server(struct v4_call *c, COMPOUND4res *res, int err)
 {
+	struct server_attrs *a = c->arg;
 	nfs_resop4 r;
 
 	if (!nfs4_find_res(res, OP_GETATTR, true, &r) || r.nfs_resop4_u.opgetattr.status != NFS4_OK)
 		return -EPROTO;
-	return nfs4_decode_maxio(&r.nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes,
-				 c->arg);
+	return nfs4_decode_server(&r.nfs_resop4_u.opgetattr.GETATTR4res_u.resok4.obj_attributes,
+				  &a->lease, &a->maxread, &a->maxwrite);
 }
 
-int nfs4_maxio(struct nfs_context *nfs, uint64_t *maxread, uint64_t *maxwrite)
+int nfs4_server_attrs(struct nfs_context *nfs, uint32_t *lease, uint64_t *maxread,
+		      uint64_t *maxwrite)
 {
-	static uint32_t mask[1] = { (1u << FATTR4_MAXREAD) | (1u << FATTR4_MAXWRITE) };
-	uint64_t max[2] = { 0, 0 };
+	static uint32_t mask[1] = { (1u << FATTR4_LEASE_TIME) | (1u << FATTR4_MAXREAD) |
+				    (1u << FATTR4_MAXWRITE) };
+	struct server_attrs a = { 0, 0, 0 };
 	GETATTR4args *ga;
 	struct v4_ops o;
 	int rc;
@@ -326,10 +334,11 @@ int nfs4_maxio(struct nfs_context *nfs, uint64_t *maxread, uint64_t *maxwrite)
 	ga = &nfs4_ops_add(&o, OP_GETATTR)->nfs_argop4_u.opgetattr;
 	ga->attr_request.bitmap4_len = 1;
 	ga->attr_request.bitmap4_val = mask;
-	rc = nfs4_ops_run(nfs, &o, decode_maxio, max);
+	rc = nfs4_ops_run(nfs, &o, decode_server, &a);
 	nfs4_ops_free(&o);
-	*maxread = max[0];
-	*maxwrite = max[1];
+	*lease = a.lease;
+	*maxread = a.maxread;
+	*maxwrite = a.maxwrite;
 	return rc;
 }
 

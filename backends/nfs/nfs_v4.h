@@ -99,7 +99,8 @@ bool nfs4_fhc_nearest(struct nfs4_fhcache *c, GPtrArray *names, bool above, guin
  * otherwise. */
 int nfs4_decode_fattr(const fattr4 *fa, struct stat *st, bool *full);
 /* maxread and maxwrite, where the server sent them (else left alone). */
-int nfs4_decode_maxio(const fattr4 *fa, uint64_t max[2]);
+/* FATTR4_LEASE_TIME, FATTR4_MAXREAD and FATTR4_MAXWRITE, each left as it is when not given. */
+int nfs4_decode_server(const fattr4 *fa, uint32_t *lease, uint64_t *maxread, uint64_t *maxwrite);
 /* XDR of attribute values: unsigned 32 and 64 bits, a string, a settime4. */
 void nfs4_put_u32(GByteArray *b, uint32_t v);
 void nfs4_put_u64(GByteArray *b, uint64_t v);

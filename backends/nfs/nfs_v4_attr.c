@@ -189,19 +189,20 @@ int nfs4_decode_fattr(const fattr4 *fa, struct stat *st, bool *full)
 	return 0;
 }
 
-int nfs4_decode_maxio(const fattr4 *fa, uint64_t max[2])
+int nfs4_decode_server(const fattr4 *fa, uint32_t *lease, uint64_t *maxread, uint64_t *maxwrite)
 {
 	struct xdr_in x = { (const unsigned char *)fa->attr_vals.attrlist4_val,
 			    (const unsigned char *)fa->attr_vals.attrlist4_val +
 				    fa->attr_vals.attrlist4_len };
+	uint32_t have = fa->attrmask.bitmap4_len >= 1 ? fa->attrmask.bitmap4_val[0] : 0;
 
-	/* in bit order; a server may leave either out */
-	for (int bit = FATTR4_MAXREAD; bit <= FATTR4_MAXWRITE; bit++) {
-		if (fa->attrmask.bitmap4_len < 1 || !(fa->attrmask.bitmap4_val[0] & (1u << bit)))
-			continue;
-		if (get_u64(&x, &max[bit - FATTR4_MAXREAD]))
-			return -EPROTO;
-	}
+	/* in bit order; a server may leave any out */
+	if ((have & (1u << FATTR4_LEASE_TIME)) && get_u32(&x, lease))
+		return -EPROTO;
+	if ((have & (1u << FATTR4_MAXREAD)) && get_u64(&x, maxread))
+		return -EPROTO;
+	if ((have & (1u << FATTR4_MAXWRITE)) && get_u64(&x, maxwrite))
+		return -EPROTO;
 	return 0;
 }
 

@@ -95,6 +95,20 @@ void nfs4_client_free(struct nfs4_client *cl)
 	g_free(cl);
 }
 
+int nfs4_client_renew(struct nfs_conn *conn)
+{
+	struct v4_ops o;
+	int rc;
+
+	if (!conn->v4client)
+		return 0;
+	nfs4_ops_init(&o);
+	nfs4_ops_add(&o, OP_RENEW)->nfs_argop4_u.oprenew.clientid = conn->v4client->clientid;
+	rc = nfs4_ops_run(conn->nfs, &o, NULL, NULL);
+	nfs4_ops_free(&o);
+	return rc;
+}
+
 /* After a COMPOUND with a seqid-bearing operation `op` (OPEN, OPEN_CONFIRM, CLOSE): the server
  * counted the seqid up if it reached that operation and its status is not one of those that
  * leave it (RFC 7530 9.1.7). Without a reply nobody knows: start a new open-owner. */

@@ -65,13 +65,14 @@ class PrivateServers:
     """One ganesha, one smbd and/or one NSDB pair (slapd) of our own. start() runs scripts/test-servers start with
     FEDFUSE_TEST_STATE pointing at a private folder; .env is its servers.env afterwards."""
 
-    def __init__(self, smb_ports=None, prefix="fedfuse-priv-"):
+    def __init__(self, smb_ports=None, prefix="fedfuse-priv-", lease=None):
         # Short path: it ends up in NFS export paths and URIs.
         self.state = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
         os.chmod(self.state, 0o755)
         (self.nfs_port, self.mnt_port, smb_port, self.nsdb_port, self.nsdb_consumer_port,
          self.nsdb_ldaps_port) = free_ports(6)
         self.smb_ports = smb_ports or [smb_port]
+        self.lease = lease  # ganesha's NFSv4 lease, seconds (None: its default)
         self.env = {}
         self.log = []
         _LIVE.add(self)
@@ -83,7 +84,8 @@ class PrivateServers:
                    FEDFUSE_SMB_PORTS=" ".join(str(p) for p in self.smb_ports),
                    FEDFUSE_NSDB_PORT=str(self.nsdb_port),
                    FEDFUSE_NSDB_CONSUMER_PORT=str(self.nsdb_consumer_port),
-                   FEDFUSE_NSDB_LDAPS_PORT=str(self.nsdb_ldaps_port))
+                   FEDFUSE_NSDB_LDAPS_PORT=str(self.nsdb_ldaps_port),
+                   **({"GANESHA_LEASE": str(self.lease)} if self.lease else {}))
         p = subprocess.run([TEST_SERVERS, cmd] + list(which), env=env, capture_output=True,
                            text=True, timeout=timeout, stdin=subprocess.DEVNULL)
         self.log.append(f"$ test-servers {cmd} {' '.join(which)} -> {p.returncode}\n"

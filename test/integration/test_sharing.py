@@ -1,15 +1,20 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Two fedfuse mounts of the same export, as two workstations would have: what one writes and
-closes, the other sees on its next open (close-to-open), even where its kernel holds the old
-data in its page cache."""
+"""Sharing files: two fedfuse mounts of the same export, as two workstations would have (what
+one writes and closes, the other sees on its next open, even where its kernel holds the old data
+in its page cache), and several processes sharing a database through one mount."""
 
+import mmap
 import os
+import sqlite3
+import subprocess
+import sys
 import time
 import uuid
 
 import pytest
 
 from conftest import read_servers_env, uri_below
+from servers_util import PrivateServers
 from util import mkdirs, namespace_text, read_file, write_file
 
 SHARED = read_servers_env()
@@ -57,3 +62,75 @@ def test_close_to_open_between_two_mounts(mount_factory, kind):
     # and a new file, made in two, read in one
     write_file(os.path.join(two.mnt, "x", "g"), b"from two\n")
     assert read_file(os.path.join(one.mnt, "x", "g")) == b"from two\n"
+
+
+WRITER = r"""
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], timeout=60, isolation_level=None)
+db.execute("PRAGMA journal_mode=WAL")
+for i in range(int(sys.argv[3])):
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("INSERT INTO t (who, n) VALUES (?, ?)", (sys.argv[2], i))
+    db.execute("UPDATE c SET n = n + 1")
+    db.execute("COMMIT")
+db.close()
+"""
+
+
+def test_sqlite_wal_through_the_mount_alone(mount_factory, tmp_path):
+    """What README's "Where coherence ends" calls safe: a SQLite database in WAL mode (its index
+    a shared mapping, its writers serialised by locks) used by several processes at once, all
+    through the mount. Every commit is there and the database is sound."""
+    backing = mkdirs(os.path.join(str(tmp_path), "backing"))
+    m = mount_factory(ns_text=namespace_text([("/l", [f"file://{backing}"], None)])).start()
+    path = os.path.join(m.mnt, "l", "db.sqlite")
+    db = sqlite3.connect(path, isolation_level=None)
+    assert db.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"
+    db.execute("CREATE TABLE t (who TEXT, n INTEGER)")
+    db.execute("CREATE TABLE c (n INTEGER)")
+    db.execute("INSERT INTO c VALUES (0)")
+    db.close()
+    commits = 200
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, path, f"w{i}", str(commits)])
+               for i in range(3)]
+    assert [w.wait(timeout=300) for w in writers] == [0, 0, 0]
+    db = sqlite3.connect(path, isolation_level=None)
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert db.execute("SELECT count(*) FROM t").fetchone()[0] == 3 * commits
+    assert db.execute("SELECT n FROM c").fetchone()[0] == 3 * commits
+    db.close()
+
+
+LEASE = 20  # seconds: the private ganesha's NFSv4 lease
+
+
+@pytest.fixture
+def short_lease():
+    servers = PrivateServers(prefix="fedfuse-lease-", lease=LEASE).start("nfs")
+    yield servers
+    servers.cleanup()
+
+
+def test_nfs4_open_file_survives_idle_leases(mount_factory, short_lease):
+    """A file held open and idle for three NFSv4 lease periods keeps its open state on the
+    server: the daemon renews the lease (libnfs never does). Shown with a file removed on the
+    server meanwhile, which only the open state still reaches (reopening it by name would
+    fail)."""
+    env = short_lease.env
+    name = f"lease-{uuid.uuid4().hex[:8]}"
+    d = mkdirs(os.path.join(env["NFS_V4_DIR"], name))
+    data = os.urandom(1 << 20)
+    write_file(os.path.join(d, "f"), data)
+    m = mount_factory(ns_text=namespace_text([("/x", [uri_below(env["NFS_V4_URI"], name)],
+                                               None)])).start()
+    fd = os.open(os.path.join(m.mnt, "x", "f"), os.O_RDONLY | os.O_DIRECT)
+    buf = mmap.mmap(-1, 4096)  # O_DIRECT wants an aligned buffer
+    try:
+        assert os.preadv(fd, [buf], 0) == 4096 and bytes(buf) == data[:4096]
+        os.unlink(os.path.join(d, "f"))  # on the server, behind the client's back
+        time.sleep(3 * LEASE + 2)
+        assert os.preadv(fd, [buf], 512 * 1024) == 4096
+        assert bytes(buf) == data[512 * 1024:512 * 1024 + 4096]
+    finally:
+        os.close(fd)
+        buf.close()
