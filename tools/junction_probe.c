@@ -23,6 +23,8 @@
 
 #include "fedfuse/junction.h"
 #include "fedfuse/location.h"
+#include "fedfuse/namespace.h"
+#include "fedfuse/nsdb.h"
 #include "fedfuse/plugins.h"
 #include "tools/fedfuse-junction.h"
 #include "fedfuse/readfile.h"
@@ -127,13 +129,38 @@ static bool probe(const struct ff_location_spec *spec, double timeout)
 	return rc == 0;
 }
 
+/* An FSN location: its locations as its NSDB gives them now, each probed; counted in *total. */
+static guint probe_fsn(const struct ff_location *loc, double timeout, guint *total)
+{
+	struct ff_namespace ns = { .timeout = timeout }; /* no [nsdb] settings, nothing cached */
+	struct ff_nsdb *db = ff_nsdb_new();
+	GPtrArray *locs = NULL;
+	char *msg = NULL;
+	guint up = 0;
+
+	if (ff_nsdb_resolve(db, &ns, loc, timeout, &locs, &msg) < 0) {
+		printf("FAIL  %s: %s\n", loc->spec.uri, msg);
+		(*total)++;
+		goto out_free;
+	}
+	printf("fsn   %s: %u location%s\n", loc->spec.uri, locs->len, locs->len == 1 ? "" : "s");
+	for (guint i = 0; i < locs->len; i++)
+		up += probe(&((const struct ff_location *)locs->pdata[i])->spec, timeout);
+	*total += locs->len;
+	g_ptr_array_unref(locs);
+out_free:
+	g_free(msg);
+	ff_nsdb_free(db);
+	return up;
+}
+
 int cmd_check(int argc, char **argv)
 {
 	double timeout = DEFAULT_TIMEOUT;
 	const char *path = NULL;
 	struct found f;
 	struct stat st;
-	guint up = 0;
+	guint up = 0, total = 0;
 	int rc;
 
 	for (int i = 1; i < argc; i++) {
@@ -175,12 +202,16 @@ int cmd_check(int argc, char **argv)
 	for (guint i = 0; i < f.j->locations->len; i++) {
 		const struct ff_location *loc = g_ptr_array_index(f.j->locations, i);
 
+		if (ff_nsdb_is_fsn(&loc->spec)) {
+			up += probe_fsn(loc, timeout, &total);
+			continue;
+		}
 		up += probe(&loc->spec, timeout);
+		total++;
 	}
-	rc = up == f.j->locations->len ? 0 : 1;
+	rc = up == total ? 0 : 1;
 	if (rc)
-		tool_complain("%u of %u locations of %s did not answer", f.j->locations->len - up,
-			      f.j->locations->len, path);
+		tool_complain("%u of %u locations of %s did not answer", total - up, total, path);
 	tool_found_clear(&f);
 	return rc;
 }

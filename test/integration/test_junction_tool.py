@@ -885,3 +885,16 @@ def test_nsdb_junction(nsdb, tmp_path):
     fails("add", "--format", "fedfs-nsdb", bad, nsdb.server, status=2,
           says="add --format fedfs-nsdb needs a PATH, an NSDB and an FSN-UUID")
     assert not os.path.lexists(bad)
+    # check: the FSN resolved through its NSDB, each location it gives probed
+    up = nsdb.create_fsn()
+    nsdb.run("add-fsl", up, read_servers_env()["NFS_V3_URI"])
+    u = tmp_path / "u"
+    tool("add", "--format", "fedfs-nsdb", u, nsdb.server, up)
+    out, _ = tool("check", u)
+    assert f"fsn   fedfs://{nsdb.server}/{up}: 1 location\n" in out, out
+    assert "\nok    nfs://127.0.0.1" in out, out
+    empty = nsdb.create_fsn()
+    e = tmp_path / "e"
+    tool("add", "--format", "fedfs-nsdb", e, nsdb.server, empty)
+    out, _ = tool("check", e, status=1)
+    assert f"FAIL  fedfs://{nsdb.server}/{empty}: FSN {empty} on NSDB" in out, out
