@@ -152,10 +152,20 @@ static void expanded_clear(struct expanded *x)
 static int expand(const struct ff_ctx *c, GPtrArray *locations, double timeout, struct expanded *x)
 {
 	int rc = 0;
+	guint i;
 
-	x->list = g_ptr_array_new();
+	/* The common case, on the path of every operation on a root that is a referral: no FSN,
+	 * nothing to copy. */
+	for (i = 0; i < locations->len; i++)
+		if (ff_nsdb_is_fsn(&((struct ff_location *)locations->pdata[i])->spec))
+			break;
 	x->keep = NULL;
-	for (guint i = 0; i < locations->len; i++) {
+	if (i == locations->len) {
+		x->list = g_ptr_array_ref(locations);
+		return 0;
+	}
+	x->list = g_ptr_array_new();
+	for (i = 0; i < locations->len; i++) {
 		struct ff_location *loc = locations->pdata[i];
 		g_autofree char *msg = NULL;
 		GPtrArray *got;
