@@ -168,7 +168,10 @@ out_free:
 
 bool ff_dir_cacheable(const struct ff_dir *dir)
 {
-	return dir->t.mnt && dir->t.mnt->watched;
+	/* Not over the network: a listing changes by what the daemon does on its own there too
+	 * (the hidden names of unlinked open files go at their last close), which the kernel
+	 * is not told of. */
+	return dir->t.mnt && dir->t.mnt->watched && (dir->t.mnt->be->caps & FF_CAP_LOCAL);
 }
 
 /* One readdirplus entry; returns the bytes used, 0 when it did not fit (nothing counted). */

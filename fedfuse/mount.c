@@ -442,7 +442,11 @@ bool ff_mount_root_attr(struct ff_mount *m, const ino_t *ino, dev_t dev, struct 
 
 double ff_mount_cache_timeout(const struct ff_mount *m)
 {
-	return m->watched ? FF_WATCHED_TIMEOUT : m->attr_timeout;
+	/* A watch over the network can be lost for a while (and is made up for when it is back):
+	 * there, notification makes changes show early, attr-timeout still bounds how late. */
+	if (m->watched && (m->be->caps & FF_CAP_LOCAL))
+		return FF_WATCHED_TIMEOUT;
+	return m->attr_timeout;
 }
 
 /* Called with m->lock held. */

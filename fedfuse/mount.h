@@ -158,7 +158,8 @@ int ff_mount_root_node(struct ff_mount *m, const struct ff_cred *cred, ff_node *
 bool ff_mount_root_attr(struct ff_mount *m, const ino_t *ino, dev_t dev, struct stat *st);
 
 /* How long the kernel may cache what it learns of `m` (a connected mount): long when every
- * change by others is reported, the location's attr-timeout otherwise. */
+ * change by others to a location on this machine is reported, the location's attr-timeout
+ * otherwise. */
 #define FF_WATCHED_TIMEOUT 3600.0
 double ff_mount_cache_timeout(const struct ff_mount *m);
 

@@ -109,6 +109,54 @@ struct ff_pathnode *ff_pathtree_child(struct ff_pathtree *tree, struct ff_pathno
 	return node;
 }
 
+struct ff_pathnode *ff_pathtree_find(struct ff_pathtree *tree, struct ff_pathnode *parent,
+				     const char *name)
+{
+	struct ff_pathnode key = { .parent = parent, .name = (char *)name };
+	struct ff_pathnode *node;
+
+	g_mutex_lock(&tree->lock);
+	node = g_hash_table_lookup(tree->index, &key);
+	if (node)
+		g_atomic_int_inc(&node->refcount);
+	g_mutex_unlock(&tree->lock);
+	return node;
+}
+
+GArray *ff_pathtree_entries(struct ff_pathtree *tree)
+{
+	GArray *out = g_array_new(FALSE, FALSE, sizeof(struct ff_pathtree_entry));
+	GHashTableIter it;
+	gpointer key;
+
+	g_mutex_lock(&tree->lock);
+	g_hash_table_iter_init(&it, tree->index);
+	while (g_hash_table_iter_next(&it, &key, NULL)) {
+		struct ff_pathnode *n = key;
+		struct ff_pathtree_entry e = { n, n->parent, g_strdup(n->name) };
+
+		g_atomic_int_inc(&n->refcount);
+		g_atomic_int_inc(&n->parent->refcount);
+		g_array_append_val(out, e);
+	}
+	g_mutex_unlock(&tree->lock);
+	return out;
+}
+
+void ff_pathtree_entries_free(struct ff_pathtree *tree, GArray *entries)
+{
+	g_mutex_lock(&tree->lock);
+	for (guint i = 0; i < entries->len; i++) {
+		struct ff_pathtree_entry *e = &g_array_index(entries, struct ff_pathtree_entry, i);
+
+		unref_locked(tree, e->node);
+		unref_locked(tree, e->parent);
+		g_free(e->name);
+	}
+	g_mutex_unlock(&tree->lock);
+	g_array_free(entries, TRUE);
+}
+
 char *ff_pathtree_path(struct ff_pathtree *tree, const char *prefix, struct ff_pathnode *node,
 		       const char *child)
 {

@@ -35,6 +35,21 @@ struct ff_pathnode *ff_pathtree_child(struct ff_pathtree *tree, struct ff_pathno
 				      const char *name);
 void ff_pathtree_ref(struct ff_pathtree *tree, struct ff_pathnode *node);
 void ff_pathtree_unref(struct ff_pathtree *tree, struct ff_pathnode *node);
+/* A new reference to the node for `name` in `parent` when the tree has one; NULL otherwise. */
+struct ff_pathnode *ff_pathtree_find(struct ff_pathtree *tree, struct ff_pathnode *parent,
+				     const char *name);
+
+/* A node and where it is, as ff_pathtree_entries() saw it: references to both, the name a copy. */
+struct ff_pathtree_entry {
+	struct ff_pathnode *node;
+	struct ff_pathnode *parent;
+	char *name;
+};
+
+/* Every node reachable by name (the root is not among them): a GArray of struct
+ * ff_pathtree_entry, given back with ff_pathtree_entries_free(). */
+GArray *ff_pathtree_entries(struct ff_pathtree *tree);
+void ff_pathtree_entries_free(struct ff_pathtree *tree, GArray *entries);
 
 /* The path of `node` (plus "/child" when child is non-NULL) below the tree's root: "/" for the
  * root, "/a/b" otherwise; prefixed with `prefix` (e.g. a share's directory, no trailing '/',

@@ -343,6 +343,8 @@ static void smb_loc_free(struct smb_loc *loc)
 {
 	if (!loc)
 		return;
+	smb_watch_stop(loc->watch);
+	loc->watch = NULL;
 	smb_pool_destroy(&loc->pool);
 	smb_names_clear(loc);
 	ff_pathtree_free(loc->tree);
@@ -465,6 +467,8 @@ static int smb_mount(const struct ff_location_spec *spec, const struct ff_notify
 			loc->dfs = (sv.f_flag & SMBC_VFS_FEATURE_DFS) != 0;
 	}
 	smb_pool_put(&loc->pool, conn, 0);
+	if (notify)
+		loc->watch = smb_watch_start(loc, notify);
 	smb_target_clear(&t);
 	*locp = loc;
 	return 0;
@@ -518,6 +522,15 @@ static int smb_statfs(void *loc_, const struct ff_cred *cred, ff_node *node, str
 	return rc;
 }
 
+/* Watched: changes by others are told as they come; the kernel still keeps what it learnt of
+ * the location only for attr-timeout (a watch can be lost on the way). */
+static bool smb_watched(void *loc_)
+{
+	struct smb_loc *loc = loc_;
+
+	return loc->watch != NULL;
+}
+
 /* ---- the descriptor ------------------------------------------------------------------------- */
 
 static const struct ff_backend_ops smb_ops = {
@@ -550,6 +563,7 @@ static const struct ff_backend_ops smb_ops = {
 	.getxattr = smb_getxattr,
 	.listxattr = smb_listxattr,
 	.removexattr = smb_removexattr,
+	.watched = smb_watched,
 	.attach = smb_attach,
 	.server_port = smb_server_port,
 };
@@ -561,6 +575,6 @@ __attribute__((visibility("default"))) const struct ff_backend fedfuse_backend =
 	.abi_minor = FF_BACKEND_ABI_MINOR,
 	.scheme = "smb",
 	.description = "SMB2/SMB3 shares (libsmbclient)",
-	.caps = FF_CAP_PATH_NODES,
+	.caps = FF_CAP_PATH_NODES | FF_CAP_NOTIFY,
 	.ops = &smb_ops,
 };

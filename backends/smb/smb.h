@@ -26,6 +26,7 @@
 #define SMB_NAME_MAX 255 /* and libsmbclient's fstring buffers for user/password/domain */
 
 struct smb_pool;
+struct smb_watch;
 
 /*
  * One libsmbclient context: one TCP connection (plus an IPC$ one for security descriptors).
@@ -84,10 +85,11 @@ struct smb_loc {
 	struct smb_pool pool;
 	/* Lock order: gate, then a pool's context (checked out), then wlock, then the path tree's
 	 * lock; pool->lock is a leaf. */
-	GRWLock gate;	   /* handle operations read; moving open handles (rename) writes */
-	GMutex wlock;	   /* guards open */
-	GHashTable *open;  /* struct ff_pathnode * -> struct smb_open_node * (smb_file.c) */
-	GMutex names_lock; /* a leaf lock, for names */
+	GRWLock gate;		 /* handle operations read; moving open handles (rename) writes */
+	GMutex wlock;		 /* guards open */
+	GHashTable *open;	 /* struct ff_pathnode * -> struct smb_open_node * (smb_file.c) */
+	struct smb_watch *watch; /* changes by others (smb_watch.c), or NULL */
+	GMutex names_lock;	 /* a leaf lock, for names */
 	GHashTable *names; /* directory URL -> its exact names, recently listed (smb_case.c) */
 	guint names_total; /* names in them together */
 };
@@ -323,6 +325,20 @@ void smb_pool_file_closed(struct smb_pool *pool, struct smb_conn *conn);
  * no-ops otherwise. smb_pool_get*() take it with the context, smb_pool_put() drops it. */
 void smb_lib_lock(void);
 void smb_lib_unlock(void);
+/* True when contexts may be used in parallel (the hooks are in; smb_lib_lock() does nothing). */
+bool smb_lib_parallel(void);
+
+/* ---- smb_watch.c ----------------------------------------------------------------------------- */
+
+/* Watch the location's directory tree for changes by others, reported through `notify`. NULL
+ * when it cannot be watched here (contexts cannot be used in parallel). */
+struct smb_watch *smb_watch_start(struct smb_loc *loc, const struct ff_notify *notify);
+/* No callback runs once it returns. */
+void smb_watch_stop(struct smb_watch *w);
+/* The daemon is about to change (done: has changed) `child` in `node` (child NULL: `node`
+ * itself): the server's reports of it are the daemon's own, not to be passed on. Called before
+ * and after every operation that changes something; nothing when the location is not watched. */
+void smb_watch_expect(struct smb_loc *loc, struct ff_pathnode *node, const char *child, bool done);
 
 /* ---- smb_errno.c ----------------------------------------------------------------------------- */
 

@@ -349,7 +349,11 @@ int smb_open(void *loc_, const struct ff_cred *cred, ff_node *node, int flags, f
 	a.flags = smb_open_flags(flags) & ~(O_CREAT | O_EXCL);
 	a.fh = g_new0(struct smb_file, 1);
 	a.fh->flags = flags;
+	if (flags & O_TRUNC)
+		smb_watch_expect(loc, smb_pn(node), NULL, false);
 	rc = smb_run(loc, true, smb_open_fn, &a);
+	if (flags & O_TRUNC)
+		smb_watch_expect(loc, smb_pn(node), NULL, true);
 	if (rc) {
 		g_free(a.fh);
 	} else {
@@ -387,6 +391,7 @@ int smb_create(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 	 * taken: EEXIST. And a mode without write bits makes a new file read-only (the DOS
 	 * attribute), as cifs does at create, while a file that existed keeps its attributes. */
 	ro = !(mode & 0222);
+	smb_watch_expect(loc, smb_pn(parent), name, false);
 	if (!(a.flags & O_EXCL)) {
 		a.flags |= O_EXCL;
 		rc = smb_run(loc, true, smb_open_fn, &a);
@@ -412,6 +417,7 @@ int smb_create(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 		if (smb_run(loc, false, smb_chmod_fn, &c) == 0)
 			st->st_mode &= ~(mode_t)0222;
 	}
+	smb_watch_expect(loc, smb_pn(parent), name, true);
 	if (rc) {
 		g_free(a.fh);
 	} else {
@@ -502,14 +508,16 @@ ssize_t smb_write(void *loc_, const struct ff_cred *cred, ff_fh *fh_, const void
 	bool again = false;
 	int rc;
 
+	smb_watch_expect(loc, fh->node, NULL, false);
 	for (int attempt = 0; attempt < 2; attempt++) {
 		rc = smb_fh_begin(loc, fh, true);
 		if (rc)
-			return rc;
+			break;
 		rc = smb_fh_end_again(loc, fh, smb_write_once(loc, fh, buf, size, off), &again);
 		if (!again || (fh->flags & O_APPEND))
 			break;
 	}
+	smb_watch_expect(loc, fh->node, NULL, true);
 	return rc ? rc : (ssize_t)size;
 }
 
@@ -559,6 +567,7 @@ static int smb_fh_settle(struct smb_loc *loc, struct smb_file *fh)
 	if (rc)
 		return rc;
 	if (fh->file && fh->dirty) {
+		smb_watch_expect(loc, fh->node, NULL, false);
 		ctx = fh->conn->ctx;
 		/* libsmbclient forgets the handle even when the close fails. */
 		if (smbc_getFunctionClose(ctx)(ctx, fh->file) < 0)
@@ -573,6 +582,8 @@ static int smb_fh_settle(struct smb_loc *loc, struct smb_file *fh)
 			 * acknowledged is on the server (a write that failed said so) */
 	if (closed && smb_times_pending(loc, fh->node, tv))
 		smb_times_reapply(loc, fh, tv);
+	if (closed)
+		smb_watch_expect(loc, fh->node, NULL, true);
 	return rc;
 }
 
@@ -602,8 +613,11 @@ int smb_release(void *loc_, ff_fh *fh_)
 	struct smb_conn *conn;
 	struct timeval tv[2];
 	bool dirty = false, times;
+	bool writer = (fh->flags & O_ACCMODE) != O_RDONLY;
 	int rc = 0;
 
+	if (writer) /* its close may move mtime */
+		smb_watch_expect(loc, fh->node, NULL, false);
 	/* Inside the gate until it has left loc->open: smb_rename_open() must not see it after.
 	 * No other operation of this handle runs any more: its fields may be read. */
 	g_rw_lock_reader_lock(&loc->gate);
@@ -633,6 +647,8 @@ int smb_release(void *loc_, ff_fh *fh_)
 	g_rw_lock_reader_unlock(&loc->gate);
 	if (times)
 		smb_times_reapply(loc, fh, tv);
+	if (writer)
+		smb_watch_expect(loc, fh->node, NULL, true);
 	ff_pathtree_unref(loc->tree, fh->node);
 	g_free(fh);
 	return rc;

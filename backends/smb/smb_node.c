@@ -41,8 +41,10 @@ int smb_root(void *loc_, const struct ff_cred *cred, ff_node **node, struct stat
 	struct smb_loc *loc = loc_;
 	int rc = smb_stat_url(loc, loc->url, st);
 
-	if (rc == 0)
+	if (rc == 0) {
 		*node = (ff_node *)ff_pathtree_root(loc->tree);
+		smb_node_seen(loc, smb_pn(*node), st);
+	}
 	return rc;
 }
 
@@ -75,8 +77,9 @@ int smb_lookup(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 	return rc;
 }
 
-/* What a node's priv holds: the identity an open handle of it checks when it is opened again
- * on a new connection (smb_file.c). Under loc->wlock. */
+/* What a node's priv holds: its identity, which an open handle of it checks when it is opened
+ * again on a new connection (smb_file.c) and change notification reports (smb_watch.c). Under
+ * loc->wlock. */
 struct smb_node_info {
 	ino_t ino;
 };
@@ -85,7 +88,7 @@ void smb_node_seen(struct smb_loc *loc, struct ff_pathnode *node, const struct s
 {
 	struct smb_node_info *info;
 
-	if (S_ISDIR(st->st_mode) || st->st_ino == 0)
+	if (st->st_ino == 0)
 		return;
 	g_mutex_lock(&loc->wlock);
 	info = node->priv;
@@ -258,6 +261,7 @@ int smb_setattr(void *loc_, const struct ff_cred *cred, ff_node *node, ff_fh *fh
 	if (!url)
 		return -ESTALE;
 	a.url = url;
+	smb_watch_expect(loc, smb_pn(node), NULL, false);
 	if (to_set & FF_SET_SIZE) {
 		if (attr->st_size < 0) {
 			rc = -EINVAL;
@@ -306,6 +310,7 @@ int smb_setattr(void *loc_, const struct ff_cred *cred, ff_node *node, ff_fh *fh
 	}
 	rc = smb_getattr(loc, cred, node, fh_, st);
 out:
+	smb_watch_expect(loc, smb_pn(node), NULL, true);
 	g_free(url);
 	return rc;
 }
@@ -340,7 +345,9 @@ int smb_mkdir(void *loc_, const struct ff_cred *cred, ff_node *parent, const cha
 	if (!url)
 		return -ENOENT;
 	a.url = url;
+	smb_watch_expect(loc, smb_pn(parent), name, false);
 	rc = smb_run(loc, false, smb_mkdir_fn, &a);
+	smb_watch_expect(loc, smb_pn(parent), name, true);
 	if (rc == 0) {
 		smb_names_update(loc, smb_pn(parent), name, true);
 		*node = (ff_node *)ff_pathtree_child(loc->tree, smb_pn(parent), name);
@@ -413,6 +420,7 @@ static int remove_name(struct smb_loc *loc, ff_node *parent, const char *name,
 	a.url = smb_url(loc, smb_pn(parent), name);
 	if (!a.url)
 		return -ENOENT;
+	smb_watch_expect(loc, smb_pn(parent), name, false);
 	rc = smb_run(loc, false, fn, &a);
 	if (rc == -EBUSY && smb_pool_wait_reaped(&loc->pool))
 		rc = smb_run(loc, false, fn, &a);
@@ -423,6 +431,7 @@ static int remove_name(struct smb_loc *loc, ff_node *parent, const char *name,
 		rc = smb_run(loc, false, fn, &a);
 		g_rw_lock_writer_unlock(&loc->gate);
 	}
+	smb_watch_expect(loc, smb_pn(parent), name, true);
 	if (rc == 0) {
 		smb_names_update(loc, smb_pn(parent), name, false);
 		ff_pathtree_unlink(loc->tree, smb_pn(parent), name);
@@ -531,6 +540,8 @@ int smb_rename(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 		rc = -ENOENT;
 		goto out;
 	}
+	smb_watch_expect(loc, smb_pn(parent), name, false);
+	smb_watch_expect(loc, smb_pn(newparent), newname, false);
 	rc = smb_run(loc, false, smb_rename_fn, &a);
 	if (rc == -EBUSY && smb_pool_wait_reaped(&loc->pool))
 		rc = smb_run(loc, false, smb_rename_fn, &a);
@@ -543,6 +554,8 @@ int smb_rename(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 				   false);
 	else if (rc == -EBUSY || rc == -EACCES)
 		rc = smb_rename_open(loc, &a, rc, smb_pn(parent), name, smb_pn(newparent), newname);
+	smb_watch_expect(loc, smb_pn(parent), name, true);
+	smb_watch_expect(loc, smb_pn(newparent), newname, true);
 out:
 	g_free((char *)a.url);
 	g_free((char *)a.url2);

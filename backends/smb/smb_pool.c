@@ -259,6 +259,11 @@ static bool smb_global_ready(void)
 	return g_once(&once, smb_global_init, NULL) != NULL;
 }
 
+bool smb_lib_parallel(void)
+{
+	return smb_global_ready() && smb_threaded;
+}
+
 /*
  * A TCP connect to the server, bounded by the timeout. libsmbclient's own connect waits 20 s
  * whatever the timeout says; this probe makes an unreachable server fail in time and with a
