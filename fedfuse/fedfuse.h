@@ -24,6 +24,7 @@ struct ff_options {
 	char *namespace_file;
 	unsigned int readahead_kib; /* the kernel's read-ahead window for the mount */
 	bool default_permissions;   /* -o default_permissions: passed on to the kernel too */
+	bool noxattr;		    /* -o noxattr: no extended attributes through the mount */
 };
 
 /*
@@ -63,6 +64,7 @@ struct ff_state {
 	GMutex handles_lock;
 	GHashTable *handles; /* struct ff_file * or struct ff_dir * -> GINT_TO_POINTER(is_dir) */
 	bool default_permissions; /* the kernel checks permissions (-o default_permissions) */
+	bool noxattr;		  /* -o noxattr (xattr.c) */
 	uid_t uid;		  /* the daemon's */
 	gid_t gid;
 };

@@ -50,7 +50,7 @@ static void ff_init(void *data, struct fuse_conn_info *conn)
 	/* When the kernel checks permissions, it checks POSIX ACLs too (read as xattrs, cached
 	 * until an invalidation). A new object's umask is then applied by us: not where it
 	 * inherits a default ACL (see ff_create_mode()). */
-	if (s->default_permissions && (conn->capable & FUSE_CAP_POSIX_ACL) &&
+	if (s->default_permissions && !s->noxattr && (conn->capable & FUSE_CAP_POSIX_ACL) &&
 	    (conn->capable & FUSE_CAP_DONT_MASK))
 		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
 	else

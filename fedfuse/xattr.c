@@ -26,6 +26,20 @@ static bool xattr_is_acl(const char *name)
 	       strcmp(name, "system.posix_acl_default") == 0;
 }
 
+/*
+ * -o noxattr: every call is answered ENOSYS, after which the kernel sends none of its kind again
+ * (it answers EOPNOTSUPP itself). What that saves is a request per file for `ls -l` (coreutils
+ * asks for security.selinux and system.posix_acl_access) and one per write (the kernel asks
+ * for security.capability before each write, to know whether to drop it).
+ */
+static bool xattr_off(fuse_req_t req)
+{
+	if (!ff_req_state(req)->noxattr)
+		return false;
+	fuse_reply_err(req, ENOSYS);
+	return true;
+}
+
 static int xattr_begin(fuse_req_t req, fuse_ino_t ino, bool write, struct ff_request *op)
 {
 	int rc = ff_req_begin(req, ino, write, op);
@@ -40,6 +54,9 @@ void ff_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *v
 {
 	struct ff_request op;
 	int rc;
+
+	if (xattr_off(req))
+		return;
 
 	rc = xattr_begin(req, ino, true, &op);
 	if (rc == 0 && xattr_hidden(name))
@@ -67,6 +84,9 @@ void ff_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 	struct ff_request op;
 	ssize_t n = 0;
 	int rc;
+
+	if (xattr_off(req))
+		return;
 
 	rc = ff_req_begin(req, ino, false, &op);
 	if (rc == 0 && strcmp(name, LOCATION_XATTR) == 0) {
@@ -135,6 +155,9 @@ void ff_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	ssize_t n = 0;
 	int rc;
 
+	if (xattr_off(req))
+		return;
+
 	rc = xattr_begin(req, ino, false, &op);
 	if (rc == -ENODATA)
 		rc = 0; /* nothing to list */
@@ -155,6 +178,9 @@ void ff_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct ff_request op;
 	int rc;
+
+	if (xattr_off(req))
+		return;
 
 	rc = xattr_begin(req, ino, true, &op);
 	if (rc == 0 && xattr_hidden(name))

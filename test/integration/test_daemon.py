@@ -151,6 +151,46 @@ def test_readahead_window(mount_factory, tmp_path, opt, want):
         assert f.read() == data
 
 
+def _xattr_requests(mnt):
+    with open(os.path.join(mnt, ".fedfuse", "stats")) as f:
+        return sum(int(m.group(1)) for m in re.finditer(r"^  xattr +calls=(\d+)", f.read(), re.M))
+
+
+@pytest.mark.parametrize("noxattr", [False, True])
+def test_noxattr(mount_factory, tmp_path, noxattr):
+    """-o noxattr: no extended attributes through the mount (EOPNOTSUPP, the kernel's own answer
+    once told ENOSYS), and so no request for them: `ls -l` and writes cost none. Without it,
+    xattrs work and each of those asks the daemon."""
+    loc = tmp_path / "xloc"
+    loc.mkdir()
+    for i in range(20):
+        (loc / f"f{i}").write_bytes(b"x")
+    os.setxattr(str(loc / "f0"), "user.color", b"blue")
+    m = mount_factory(referrals=[("/x", [file_uri(str(loc))])],
+                      extra_args=["-o", "noxattr"] if noxattr else [], name="nx")
+    m.start()
+    f0 = os.path.join(m.mnt, "x", "f0")
+    out = subprocess.run(["ls", "-l", os.path.join(m.mnt, "x")], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and out.stdout.count(" f") == 20, out
+    with open(f0, "r+b") as f:
+        for _ in range(10):
+            f.write(b"y" * 4096)
+    if noxattr:
+        for call in (lambda: os.getxattr(f0, "user.color"), lambda: os.listxattr(f0),
+                     lambda: os.setxattr(f0, "user.color", b"red"),
+                     lambda: os.removexattr(f0, "user.color")):
+            with pytest.raises(OSError) as e:
+                call()
+            assert e.value.errno == errno.EOPNOTSUPP
+        # one request of each kind at most, then the kernel stops asking
+        assert _xattr_requests(m.mnt) <= 4
+        assert os.getxattr(str(loc / "f0"), "user.color") == b"blue"  # untouched below
+    else:
+        assert os.getxattr(f0, "user.color") == b"blue"
+        assert _xattr_requests(m.mnt) > 20
+
+
 def test_background_daemon(tmp_path):
     """Without -f the daemon forks into the background and serves from there (its threads
     must be started after the fork); fusermount3 -u stops it."""
