@@ -92,6 +92,13 @@ int local_fh_fd(ff_fh *fh)
 
 /* ---- locations -------------------------------------------------------------------------- */
 
+/* The daemon is about to change (done: has changed) the entry `name` of `dirfd` (see
+ * local_inotify.h). */
+static void expect_entry(void *loc, int dirfd, const char *name, bool done)
+{
+	local_inotify_expect_entry(((struct local_loc *)loc)->inotify, dirfd, name, done);
+}
+
 static int local_check(const struct ff_location_spec *spec, char **msg)
 {
 	/* RFC 8089: an empty host and "localhost" both mean this machine */
@@ -163,8 +170,11 @@ static int local_mount(const struct ff_location_spec *spec, const struct ff_noti
 	if (notify) {
 		const char *why = NULL;
 
-		l->watch = local_watch_start(fd, spec->path, notify, &why);
-		if (!l->watch)
+		if (l->as_root)
+			l->watch = local_watch_start(fd, spec->path, notify, &why);
+		else
+			l->inotify = local_inotify_start(fd, notify, &why);
+		if (!l->watch && !l->inotify)
 			g_message("%s: changes by others are not watched: %s", spec->uri, why);
 	}
 	l->root = local_node_new(fd, S_IFDIR);
@@ -185,13 +195,16 @@ static void local_unmount(void *loc)
 	struct local_loc *l = loc;
 
 	local_watch_stop(l->watch);
+	local_inotify_stop(l->inotify);
 	local_node_free(l->root);
 	g_free(l);
 }
 
 static bool local_watched(void *loc)
 {
-	return ((struct local_loc *)loc)->watch != NULL;
+	const struct local_loc *l = loc;
+
+	return l->watch || l->inotify;
 }
 
 /* ---- nodes ------------------------------------------------------------------------------ */
@@ -208,6 +221,19 @@ static int local_node_from_fd(int fd, ff_node **node, struct stat *st)
 	}
 	*node = local_node_new(fd, st->st_mode);
 	return 0;
+}
+
+void local_give(struct local_loc *l, ff_node *node, const struct stat *st)
+{
+	int fd;
+
+	if (!l->inotify || !S_ISDIR(st->st_mode))
+		return;
+	fd = local_node_pin(node);
+	if (fd < 0)
+		return;
+	local_inotify_hold(l->inotify, node, fd, st);
+	local_node_unpin(node);
 }
 
 int local_node_at(int dirfd, const char *name, ff_node **node, struct stat *st)
@@ -235,7 +261,10 @@ static int local_root(void *loc, const struct ff_cred *cred, ff_node **node, str
 	local_node_unpin(l->root);
 	if (fd < 0)
 		return -errno;
-	return local_node_from_fd(fd, node, st);
+	rc = local_node_from_fd(fd, node, st);
+	if (rc == 0)
+		local_give(l, *node, st);
+	return rc;
 }
 
 static int local_lookup(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
@@ -253,11 +282,14 @@ static int local_lookup(void *loc, const struct ff_cred *cred, ff_node *parent, 
 	/* A parent that is not a directory (a symlink node included) fails with ENOTDIR. */
 	rc = local_node_at(fd, name, node, st);
 	local_node_unpin(parent);
+	if (rc == 0)
+		local_give(loc, *node, st);
 	return rc;
 }
 
 static void local_forget(void *loc, ff_node *node)
 {
+	local_inotify_release(((struct local_loc *)loc)->inotify, node);
 	local_node_free(node);
 }
 
@@ -364,7 +396,9 @@ static int local_setattr(void *loc, const struct ff_cred *cred, ff_node *node, f
 
 	if (rc)
 		return rc;
+	local_inotify_expect_object(((struct local_loc *)loc)->inotify, fd, false);
 	rc = setattr_pinned(node, fd, proc, fh, attr, to_set);
+	local_inotify_expect_object(((struct local_loc *)loc)->inotify, fd, true);
 	local_node_unpin(node);
 	return rc ? rc : local_getattr(loc, cred, node, fh, st);
 }
@@ -408,8 +442,10 @@ static int local_mknod(void *loc, const struct ff_cred *cred, ff_node *parent, c
 	if (rc)
 		return rc;
 	mode = local_create_mode(mode, cred->umask);
+	expect_entry(loc, fd, name, false);
 	/* Regular files, fifos and sockets; devices when the caller has CAP_MKNOD (root). */
 	rc = mknodat(fd, name, mode, rdev) < 0 ? -errno : local_node_at(fd, name, node, st);
+	expect_entry(loc, fd, name, true);
 	local_node_unpin(parent);
 	return rc;
 }
@@ -422,8 +458,12 @@ static int local_mkdir(void *loc, const struct ff_cred *cred, ff_node *parent, c
 	if (rc)
 		return rc;
 	mode = local_create_mode(mode, cred->umask);
+	expect_entry(loc, fd, name, false);
 	rc = mkdirat(fd, name, mode & 07777) < 0 ? -errno : local_node_at(fd, name, node, st);
+	expect_entry(loc, fd, name, true);
 	local_node_unpin(parent);
+	if (rc == 0)
+		local_give(loc, *node, st);
 	return rc;
 }
 
@@ -434,7 +474,9 @@ static int local_symlink(void *loc, const struct ff_cred *cred, const char *targ
 
 	if (rc)
 		return rc;
+	expect_entry(loc, fd, name, false);
 	rc = symlinkat(target, fd, name) < 0 ? -errno : local_node_at(fd, name, node, st);
+	expect_entry(loc, fd, name, true);
 	local_node_unpin(parent);
 	return rc;
 }
@@ -453,6 +495,8 @@ static int local_link(void *loc, const struct ff_cred *cred, ff_node *node, ff_n
 	/* linkat(AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH, which only a root caller keeps (and
 	 * fails ENOENT without it). Otherwise link through the magic link: AT_SYMLINK_FOLLOW
 	 * follows /proc/self/fd/N to the node itself, a symlink node included. */
+	expect_entry(loc, dirfd, newname, false);
+	local_inotify_expect_object(l->inotify, fd, false); /* its link count */
 	rc = -ENOENT;
 	if (l->as_root && (!cred || cred->uid == 0)) {
 		rc = linkat(fd, "", dirfd, newname, AT_EMPTY_PATH);
@@ -467,6 +511,8 @@ static int local_link(void *loc, const struct ff_cred *cred, ff_node *node, ff_n
 	}
 	if (rc == 0 && fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 		rc = -errno;
+	expect_entry(loc, dirfd, newname, true);
+	local_inotify_expect_object(l->inotify, fd, true);
 	local_unpin2(node, newparent);
 	return rc;
 }
@@ -477,7 +523,9 @@ static int local_unlink(void *loc, const struct ff_cred *cred, ff_node *parent, 
 
 	if (rc)
 		return rc;
+	expect_entry(loc, fd, name, false);
 	rc = unlinkat(fd, name, 0) < 0 ? -errno : 0;
+	expect_entry(loc, fd, name, true);
 	local_node_unpin(parent);
 	return rc;
 }
@@ -488,7 +536,9 @@ static int local_rmdir(void *loc, const struct ff_cred *cred, ff_node *parent, c
 
 	if (rc)
 		return rc;
+	expect_entry(loc, fd, name, false);
 	rc = unlinkat(fd, name, AT_REMOVEDIR) < 0 ? -errno : 0;
+	expect_entry(loc, fd, name, true);
 	local_node_unpin(parent);
 	return rc;
 }
@@ -503,7 +553,11 @@ static int local_rename(void *loc, const struct ff_cred *cred, ff_node *parent, 
 	rc = local_pin2_as(cred, parent, &fd, newparent, &newfd);
 	if (rc)
 		return rc;
+	expect_entry(loc, fd, name, false);
+	expect_entry(loc, newfd, newname, false);
 	rc = renameat2(fd, name, newfd, newname, flags) < 0 ? -errno : 0;
+	expect_entry(loc, fd, name, true);
+	expect_entry(loc, newfd, newname, true);
 	local_unpin2(parent, newparent);
 	return rc;
 }
@@ -514,7 +568,7 @@ static int local_open(void *loc, const struct ff_cred *cred, ff_node *node, int 
 {
 	char proc[PROC_FD_LEN];
 	struct local_file *f;
-	int fd, rc;
+	int fd, pinned, rc;
 
 	/* The kernel opens only regular files through FUSE_OPEN (directories use opendir, special
 	 * files never reach the filesystem); refuse anything else rather than block on a fifo. */
@@ -525,17 +579,21 @@ static int local_open(void *loc, const struct ff_cred *cred, ff_node *node, int 
 	if (node_type(node) != S_IFREG)
 		return -ENXIO;
 
-	rc = local_pin_by_proc(cred, node, &fd, proc);
+	rc = local_pin_by_proc(cred, node, &pinned, proc);
 	if (rc)
 		return rc;
 	/* Reopen the node itself; the kernel checks the access mode as the caller. O_NOFOLLOW
 	 * would refuse the magic link; the node is no symlink anyway. Not O_DIRECT: the data
 	 * comes in FUSE's buffers, which direct I/O would refuse as unaligned (backend.h). */
 	flags = (flags & ~(O_NOFOLLOW | O_CREAT | O_EXCL | O_DIRECT)) | O_CLOEXEC;
+	if (flags & O_TRUNC)
+		local_inotify_expect_object(((struct local_loc *)loc)->inotify, pinned, false);
 	fd = open(proc, flags);
 	if (fd < 0 && local_out_of_fds())
 		fd = open(proc, flags);
 	rc = -errno;
+	if (flags & O_TRUNC)
+		local_inotify_expect_object(((struct local_loc *)loc)->inotify, pinned, true);
 	local_node_unpin(node);
 	if (fd < 0)
 		return rc;
@@ -585,10 +643,12 @@ static int local_create(void *loc, const struct ff_cred *cred, ff_node *parent, 
 		return rc;
 	mode = local_create_mode(mode, cred->umask);
 	flags = (flags & ~O_DIRECT) | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
+	expect_entry(loc, dirfd, name, false); /* and a truncation of what was there */
 	fd = openat(dirfd, name, flags, mode & 07777);
 	if (fd < 0 && local_out_of_fds())
 		fd = openat(dirfd, name, flags, mode & 07777);
 	rc = -errno;
+	expect_entry(loc, dirfd, name, true);
 	local_node_unpin(parent);
 	if (fd < 0)
 		return rc;
@@ -648,6 +708,7 @@ static ssize_t local_write(void *loc, const struct ff_cred *cred, ff_fh *fh, con
 	if (rc)
 		return rc;
 
+	local_inotify_expect_object(((struct local_loc *)loc)->inotify, fd, false);
 	/* With O_APPEND, Linux's pwrite() appends whatever the offset: off is ignored. */
 	while (done < size) {
 		ssize_t n = pwrite(fd, (const char *)buf + done, size - done, off + (off_t)done);
@@ -659,11 +720,13 @@ static ssize_t local_write(void *loc, const struct ff_cred *cred, ff_fh *fh, con
 			 * does, rather than have them written again. */
 			if (done)
 				break;
-			return -errno;
+			rc = -errno;
+			break;
 		}
 		done += n;
 	}
-	return done;
+	local_inotify_expect_object(((struct local_loc *)loc)->inotify, fd, true);
+	return rc ? rc : (ssize_t)done;
 }
 
 static int local_handle_fd(void *loc, ff_fh *fh)
@@ -705,7 +768,10 @@ static int local_fallocate(void *loc, const struct ff_cred *cred, ff_fh *fh, int
 
 	if (rc)
 		return rc;
-	return fallocate(local_fh_fd(fh), mode, off, len) < 0 ? -errno : 0;
+	local_inotify_expect_object(((struct local_loc *)loc)->inotify, local_fh_fd(fh), false);
+	rc = fallocate(local_fh_fd(fh), mode, off, len) < 0 ? -errno : 0;
+	local_inotify_expect_object(((struct local_loc *)loc)->inotify, local_fh_fd(fh), true);
+	return rc;
 }
 
 static off_t local_lseek(void *loc, ff_fh *fh, off_t off, int whence)
@@ -724,7 +790,9 @@ static ssize_t local_copy_file_range(void *loc, const struct ff_cred *cred, ff_f
 
 	if (rc)
 		return rc;
+	local_inotify_expect_object(((struct local_loc *)loc)->inotify, local_fh_fd(fh_out), false);
 	n = copy_file_range(local_fh_fd(fh_in), &off_in, local_fh_fd(fh_out), &off_out, len, flags);
+	local_inotify_expect_object(((struct local_loc *)loc)->inotify, local_fh_fd(fh_out), true);
 
 	return n < 0 ? -errno : n;
 }

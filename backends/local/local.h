@@ -14,6 +14,7 @@
 
 #include "backends/backend.h"
 #include "backends/local/local_cred.h"
+#include "backends/local/local_inotify.h"
 #include "backends/local/local_node.h"
 #include "backends/local/local_watch.h"
 
@@ -22,7 +23,8 @@ struct local_loc {
 	const struct ff_location_spec *spec;
 	ff_node *root; /* the admin's path, symlinks in it followed once */
 	bool as_root;  /* the daemon runs as root (and acts for callers, see local_cred.h) */
-	struct local_watch *watch; /* changes by others are reported, or NULL */
+	struct local_watch *watch; /* changes by others are reported (fanotify, as root), or NULL */
+	struct local_inotify *inotify; /* the same without root (inotify), or NULL */
 };
 
 /* Nodes hold their object by a descriptor that is cached, not kept (local_node.h). */
@@ -81,6 +83,10 @@ static inline bool local_is_dot_or_dotdot(const char *name)
 
 /* A node for `name` in the directory `dirfd`, never following a symlink named `name`. */
 int local_node_at(int dirfd, const char *name, ff_node **node, struct stat *st);
+
+/* The core is given `node` (attributes `st`): without root, a directory is watched while the
+ * core holds it (local_inotify.h). */
+void local_give(struct local_loc *l, ff_node *node, const struct stat *st);
 
 /* local_dir.c */
 int local_opendir(void *loc, const struct ff_cred *cred, ff_node *node, ff_dh **dh);

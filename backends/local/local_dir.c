@@ -111,6 +111,8 @@ int local_readdir(void *loc, const struct ff_cred *cred, ff_node *node, ff_dh *d
 				memset(&st, 0, sizeof(st));
 				st.st_ino = de->d_ino;
 				st.st_mode = DTTOIF(de->d_type); /* 0 for DT_UNKNOWN */
+			} else {
+				local_give(loc, child, &st);
 			}
 			rc = fill(buf, de->d_name, &st, de->d_off, child, false); /* takes child */
 		}

@@ -61,6 +61,7 @@ struct local_watch {
 	 * uses it */
 	GHashTable *ids;
 	GThread *thread;
+	bool overflow_told; /* only the thread uses it */
 };
 
 static size_t handle_len(const struct file_handle *fh)
@@ -215,16 +216,14 @@ static void handle_event(struct local_watch *w, const struct fanotify_event_meta
 		report_dir_entry(w, &dir);
 }
 
-static gpointer watch_thread(gpointer data)
+void local_watch_read_loop(int fd, int stop_fd, size_t size,
+			   void (*batch)(void *data, unsigned char *buf, size_t n), void *data)
 {
-	struct local_watch *w = data;
-	struct pollfd p[2] = { { .fd = w->fan_fd, .events = POLLIN },
-			       { .fd = w->stop_fd, .events = POLLIN } };
-	unsigned char *buf = g_malloc(EVENT_BUF);
-	bool overflow_told = false;
+	struct pollfd p[2] = { { .fd = fd, .events = POLLIN },
+			       { .fd = stop_fd, .events = POLLIN } };
+	unsigned char *buf = g_malloc(size);
 
 	for (;;) {
-		struct fanotify_event_metadata meta;
 		ssize_t n;
 
 		if (poll(p, 2, -1) < 0) {
@@ -234,7 +233,7 @@ static gpointer watch_thread(gpointer data)
 		}
 		if (p[1].revents)
 			break;
-		n = read(w->fan_fd, buf, EVENT_BUF);
+		n = read(fd, buf, size);
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
@@ -242,25 +241,40 @@ static gpointer watch_thread(gpointer data)
 				  g_strerror(errno));
 			break;
 		}
-		for (size_t off = 0; off + sizeof(meta) <= (size_t)n; off += meta.event_len) {
-			memcpy(&meta, buf + off, sizeof(meta)); /* events are 4-byte aligned only */
-			if (meta.vers != FANOTIFY_METADATA_VERSION ||
-			    meta.event_len < sizeof(meta) || off + meta.event_len > (size_t)n)
-				break;
-			if ((meta.mask & FAN_Q_OVERFLOW) && !overflow_told) {
-				g_warning("change events were lost (queue overflow)");
-				overflow_told = true;
-			}
-			handle_event(w, &meta, buf + off);
-		}
+		batch(data, buf, (size_t)n);
 	}
 	g_free(buf);
+}
+
+static void fanotify_batch(void *data, unsigned char *buf, size_t n)
+{
+	struct local_watch *w = data;
+	struct fanotify_event_metadata meta;
+
+	for (size_t off = 0; off + sizeof(meta) <= n; off += meta.event_len) {
+		memcpy(&meta, buf + off, sizeof(meta)); /* events are 4-byte aligned only */
+		if (meta.vers != FANOTIFY_METADATA_VERSION || meta.event_len < sizeof(meta) ||
+		    off + meta.event_len > n)
+			break;
+		if ((meta.mask & FAN_Q_OVERFLOW) && !w->overflow_told) {
+			g_warning("change events were lost (queue overflow)");
+			w->overflow_told = true;
+		}
+		handle_event(w, &meta, buf + off);
+	}
+}
+
+static gpointer watch_thread(gpointer data)
+{
+	struct local_watch *w = data;
+
+	local_watch_read_loop(w->fan_fd, w->stop_fd, EVENT_BUF, fanotify_batch, w);
 	return NULL;
 }
 
 /* Filesystems on this machine whose changes all pass through this kernel's VFS, and whose file
  * handles open again. */
-static bool fs_type_ok(int fd)
+bool local_watch_fs_ok(int fd)
 {
 	struct statfs sfs;
 
@@ -318,7 +332,7 @@ struct local_watch *local_watch_start(int root_fd, const char *path, const struc
 		*why = "the daemon does not run as root";
 		return NULL;
 	}
-	if (!fs_type_ok(root_fd)) {
+	if (!local_watch_fs_ok(root_fd)) {
 		*why = "its filesystem is not one whose changes this machine sees";
 		return NULL;
 	}
@@ -363,16 +377,21 @@ out_mount_fd:
 	return NULL;
 }
 
-void local_watch_stop(struct local_watch *w)
+void local_watch_join(GThread *thread, int stop_fd)
 {
 	uint64_t one = 1;
 
+	if (write(stop_fd, &one, sizeof(one)) != sizeof(one))
+		g_warning("cannot stop the change watcher: %s", g_strerror(errno));
+	g_thread_join(thread);
+	close(stop_fd);
+}
+
+void local_watch_stop(struct local_watch *w)
+{
 	if (!w)
 		return;
-	if (write(w->stop_fd, &one, sizeof(one)) != sizeof(one))
-		g_warning("cannot stop the change watcher: %s", g_strerror(errno));
-	g_thread_join(w->thread);
-	close(w->stop_fd);
+	local_watch_join(w->thread, w->stop_fd);
 	close(w->fan_fd);
 	close(w->mount_fd);
 	g_hash_table_destroy(w->ids);

@@ -30,7 +30,9 @@ int local_setxattr(void *loc, const struct ff_cred *cred, ff_node *node, const c
 	rc = local_pin_by_proc(cred, node, &fd, proc);
 	if (rc)
 		return rc;
+	local_inotify_expect_object(((struct local_loc *)loc)->inotify, fd, false);
 	rc = setxattr(proc, name, value, size, flags) < 0 ? -errno : 0;
+	local_inotify_expect_object(((struct local_loc *)loc)->inotify, fd, true);
 	local_node_unpin(node);
 	return rc;
 }
@@ -83,7 +85,9 @@ int local_removexattr(void *loc, const struct ff_cred *cred, ff_node *node, cons
 	rc = local_pin_by_proc(cred, node, &fd, proc);
 	if (rc)
 		return rc;
+	local_inotify_expect_object(((struct local_loc *)loc)->inotify, fd, false);
 	rc = removexattr(proc, name) < 0 ? -errno : 0;
+	local_inotify_expect_object(((struct local_loc *)loc)->inotify, fd, true);
 	local_node_unpin(node);
 	return rc;
 }

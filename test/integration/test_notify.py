@@ -6,14 +6,20 @@ back to it.
 
 Every mount here sets attr-timeout to 600 s, so that a change seen within the few seconds a test
 waits was seen because it was reported, not because a cache expired. The daemon runs as root,
-as in CI, so the file:// locations are watched with fanotify.
+as in CI, so the file:// locations are watched with fanotify; the last tests run it as an
+ordinary user (nobody), where they are watched with inotify.
 """
 
 import os
+import shutil
 import stat
+import tarfile
+import tempfile
 import time
 
 import pytest
+
+from conftest import Mount
 
 from servers_util import read_locations, read_stats, location_ops
 from util import mkdirs, namespace_text, read_file, wait_until, write_file
@@ -211,3 +217,108 @@ def test_unwatchable_location_says_why(mount_factory, tmp_path):
     assert watched(outer, "/y", via) == "no"
     outer.expect_log(r"changes by others are not watched: its filesystem is not one")
     assert outer.stop() == []  # before the mount it stands on
+
+
+# ---- a daemon run by an ordinary user: inotify ---------------------------------------------
+
+NOBODY = 65534  # nobody:nogroup
+
+
+@pytest.fixture
+def as_nobody(tmp_path):
+    """A mount of one location served by a daemon run as nobody: (mount, backing dir). The
+    user may open /dev/fuse and mount with allow_other (the harness mounts so) for the test's
+    length; both are put back after."""
+    fuse_mode = stat.S_IMODE(os.stat("/dev/fuse").st_mode)
+    conf = "/etc/fuse.conf"
+    old_conf = open(conf).read() if os.path.exists(conf) else None
+    os.chmod("/dev/fuse", 0o666)
+    if "user_allow_other" not in [l.strip() for l in (old_conf or "").splitlines()]:
+        with open(conf, "w") as f:
+            f.write((old_conf or "") + "\nuser_allow_other\n")
+    base = tempfile.mkdtemp(prefix="fedfuse-nobody-")  # tmp_path is root's alone (0700)
+    os.chmod(base, 0o755)
+    data, mnt = mkdirs(os.path.join(base, "data")), mkdirs(os.path.join(base, "mnt"))
+    for d in (data, mnt):
+        os.chown(d, NOBODY, NOBODY)
+    ns = os.path.join(base, "namespace.conf")
+    with open(ns, "w") as f:
+        f.write(ns_text([("/a", data, None)]))
+    m = Mount(mnt, ns, str(tmp_path / "fedfuse.log"),
+              wrapper=["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"])
+    try:
+        m.start()
+        os.listdir(os.path.join(m.mnt, "a"))
+        yield m, data
+    finally:
+        problems = m.stop() if m.proc else []
+        os.chmod("/dev/fuse", fuse_mode)
+        if old_conf is None:
+            os.unlink(conf)
+        else:
+            with open(conf, "w") as f:
+                f.write(old_conf)
+        shutil.rmtree(base, ignore_errors=True)
+        if problems:
+            pytest.fail("\n".join(problems), pytrace=False)
+
+
+def test_inotify_sees_changes_of_others(as_nobody):
+    """An ordinary user's daemon watches its local location with inotify: changes made in the
+    backing directory by another program show through the mount at once, attr-timeout=600
+    notwithstanding."""
+    m, d = as_nobody
+    a = os.path.join(m.mnt, "a")
+    assert watched(m, "/a", d) == "yes", m.log_text()
+    assert os.listdir(a) == []
+    write_file(os.path.join(d, "f"), b"one")
+    assert wait_until(lambda: os.listdir(a) == ["f"], SEEN)
+    assert os.stat(os.path.join(a, "f")).st_size == 3  # cached now
+    write_file(os.path.join(d, "f"), b"one and more")
+    assert wait_until(lambda: os.stat(os.path.join(a, "f")).st_size == 12, SEEN)
+    os.chmod(os.path.join(d, "f"), 0o600)
+    assert wait_until(lambda: stat.S_IMODE(os.stat(os.path.join(a, "f")).st_mode) == 0o600,
+                      SEEN)
+    # below a directory the kernel holds, made by the other program
+    os.mkdir(os.path.join(d, "sub"))
+    assert wait_until(lambda: os.path.isdir(os.path.join(a, "sub")), SEEN)
+    assert os.listdir(os.path.join(a, "sub")) == []
+    write_file(os.path.join(d, "sub", "g"), b"g")
+    assert wait_until(lambda: os.listdir(os.path.join(a, "sub")) == ["g"], SEEN)
+    os.rename(os.path.join(d, "sub", "g"), os.path.join(d, "h"))
+    assert wait_until(lambda: sorted(os.listdir(a)) == ["f", "h", "sub"], SEEN)
+    assert os.listdir(os.path.join(a, "sub")) == []
+    os.unlink(os.path.join(d, "f"))
+    assert wait_until(lambda: not os.path.exists(os.path.join(a, "f")), SEEN)
+    assert invalidations(m) > 0
+
+
+def test_inotify_own_changes_not_reported(as_nobody, tmp_path):
+    """What the daemon does itself comes back from inotify too, without saying whose it is:
+    the daemon marks what each operation changes and drops those events. A tar x of a few
+    hundred files and directories through the mount, then renames and removals, sends the
+    kernel (next to) no invalidation; unfiltered, every file cost several."""
+    m, d = as_nobody
+    a = os.path.join(m.mnt, "a")
+    src = tmp_path / "src"
+    files = 0
+    for i in range(20):
+        sub = src / f"d{i}"
+        sub.mkdir(parents=True)
+        for j in range(10):
+            (sub / f"f{j}").write_bytes(os.urandom(100 + j))
+            files += 1
+    archive = str(tmp_path / "t.tar")
+    with tarfile.open(archive, "w") as t:
+        t.add(str(src), arcname="src")
+    with tarfile.open(archive) as t:
+        t.extractall(a)
+    for i in range(20):
+        os.rename(os.path.join(a, "src", f"d{i}", "f0"), os.path.join(a, "src", f"d{i}", "g"))
+        os.unlink(os.path.join(a, "src", f"d{i}", "f1"))
+        os.chmod(os.path.join(a, "src", f"d{i}", "f2"), 0o600)
+    time.sleep(1.0)  # inotify's events reach the watcher within milliseconds
+    # an event that the watcher reads later than half a second after its operation ended
+    # (a loaded machine) is taken for another program's: a few may pass, never most
+    assert invalidations(m) < files // 20, m.log_text()
+    assert len(os.listdir(os.path.join(d, "src", "d0"))) == 9
