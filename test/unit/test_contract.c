@@ -23,6 +23,7 @@
 #include "fedfuse/junction.h"
 #include "fedfuse/mount.h"
 #include "fedfuse/plugins.h"
+#include "test/unit/servers_env.h"
 
 struct target {
 	const char *kind; /* names the test paths */
@@ -625,24 +626,6 @@ static void test_junction_rules(void)
 		g_free(msg);
 		ff_junction_free(j);
 	}
-}
-
-static char *servers_env(const char *key)
-{
-	const char *state = g_getenv("FEDFUSE_TEST_STATE");
-	g_autofree char *path =
-		g_build_filename(state ? state : "/tmp/fedfuse-servers", "servers.env", NULL);
-	g_autofree char *text = NULL;
-	g_autofree char *prefix = g_strconcat(key, "=", NULL);
-	g_auto(GStrv) lines = NULL;
-
-	if (!g_file_get_contents(path, &text, NULL, NULL))
-		return NULL;
-	lines = g_strsplit(text, "\n", -1);
-	for (char **l = lines; *l; l++)
-		if (g_str_has_prefix(*l, prefix))
-			return g_strdup(*l + strlen(prefix));
-	return NULL;
 }
 
 static void add_checks(struct target *t)

@@ -17,6 +17,7 @@
 
 #include "fedfuse/namespace.h"
 #include "fedfuse/nsdb.h"
+#include "test/unit/servers_env.h"
 
 static char *server;   /* "127.0.0.1:PORT" of the provider */
 static char *consumer; /* of the consumer */
@@ -24,24 +25,6 @@ static char *ldaps;    /* of the provider's LDAP over TLS */
 static char *ca_file;  /* the CA the provider's certificate is signed by */
 static char *admin_dn, *password;
 static char *tmpdir;
-
-static char *servers_env(const char *key)
-{
-	const char *state = g_getenv("FEDFUSE_TEST_STATE");
-	g_autofree char *path =
-		g_build_filename(state ? state : "/tmp/fedfuse-servers", "servers.env", NULL);
-	g_autofree char *text = NULL;
-	g_autofree char *prefix = g_strconcat(key, "=", NULL);
-	g_auto(GStrv) lines = NULL;
-
-	if (!g_file_get_contents(path, &text, NULL, NULL))
-		return NULL;
-	lines = g_strsplit(text, "\n", -1);
-	for (char **l = lines; *l; l++)
-		if (g_str_has_prefix(*l, prefix))
-			return g_strdup(*l + strlen(prefix));
-	return NULL;
-}
 
 static gint64 soon(double seconds)
 {
