@@ -41,7 +41,7 @@
 #include <fcntl.h>
 
 #define FF_BACKEND_ABI_MAJOR 4 /* incompatible changes bump this; the core refuses others */
-#define FF_BACKEND_ABI_MINOR 3 /* compatible additions (new ops at the end) bump this */
+#define FF_BACKEND_ABI_MINOR 4 /* compatible additions (new ops at the end) bump this */
 #define FF_BACKEND_SYMBOL "fedfuse_backend"
 
 /* An object (file, directory, symlink, ...) inside a location, as the backend represents it.
@@ -79,6 +79,13 @@ struct ff_location_spec {
 	 * backend may trust what it learnt of a path (an NFSv4 directory's filehandle) as long.
 	 * (ABI minor 3.) */
 	double attr_timeout;
+	/* identity=per-user (ABI minor 4): each caller acts on the server as themself, with the
+	 * credentials file named after them (user name, else uid) in `credentials_dir`, which the
+	 * core has checked to be a directory of the daemon's user that nobody else may write. A
+	 * caller without one is refused (EACCES). Backends that act as the caller anyway (nfs,
+	 * file) ignore it. */
+	bool per_user;
+	const char *credentials_dir;
 };
 
 /* The caller of an operation, from the FUSE request. */

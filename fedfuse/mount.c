@@ -67,7 +67,15 @@ static gpointer connector(gpointer data)
 			ff_notify_init(&m->notify, m);
 			notify = &m->notify;
 		}
-		rc = ff_gw_mount(m, notify, &ctx, &msg);
+		if (m->loc.spec.per_user && be->abi_minor < 4) {
+			/* it would not know to act for each caller, and act for all as one */
+			rc = -EOPNOTSUPP;
+			msg = g_strdup_printf("%s: its backend module predates identity=per-user "
+					      "(ABI minor %u)",
+					      m->loc.spec.uri, be->abi_minor);
+		} else {
+			rc = ff_gw_mount(m, notify, &ctx, &msg);
+		}
 		count_op(m, FF_OP_CONNECT, rc, start);
 		g_mutex_lock(&m->lock);
 		if (rc == 0) {
@@ -154,7 +162,8 @@ static void mount_free(struct ff_mount *m)
 		ff_gw_unmount(m);
 	if (m->parent)
 		ff_mount_unref(m->parent);
-	g_free((char *)m->loc.spec.credentials); /* our copy; the namespace owns its own */
+	g_free((char *)m->loc.spec.credentials); /* our copies; the namespace owns its own */
+	g_free((char *)m->loc.spec.credentials_dir);
 	ff_location_clear(&m->loc);
 	g_free(m->key);
 	g_free(m->ns_path);
@@ -279,11 +288,12 @@ void ff_mounts_free(struct ff_mounts *mounts)
 /* Everything that changes how a location is reached makes it a different mount. */
 static char *mount_key(const char *ns_path, const struct ff_location_spec *s, double attr_timeout)
 {
-	return g_strdup_printf("%s|%s|%g|%g|%d|%d|%s|%d:%u|%d:%u|%o|%o",
+	return g_strdup_printf("%s|%s|%g|%g|%d|%d|%s|%d:%u|%d:%u|%o|%o|%d|%s",
 			       ns_path ? ns_path : "junction", s->uri, attr_timeout, s->timeout,
 			       s->read_only, s->watch, s->credentials ? s->credentials : "",
 			       s->uid_set, (unsigned)s->uid, s->gid_set, (unsigned)s->gid,
-			       (unsigned)s->file_mode, (unsigned)s->dir_mode);
+			       (unsigned)s->file_mode, (unsigned)s->dir_mode, s->per_user,
+			       s->credentials_dir ? s->credentials_dir : "");
 }
 
 /* Deep copy of a location: the namespace that owns the original may be freed by a reload. */
@@ -296,6 +306,7 @@ static void location_copy(struct ff_location *dst, const struct ff_location *src
 	dst->spec.path = g_strdup(src->spec.path);
 	dst->spec.query = g_strdup(src->spec.query);
 	dst->spec.credentials = g_strdup(src->spec.credentials);
+	dst->spec.credentials_dir = g_strdup(src->spec.credentials_dir);
 }
 
 /* An index for a new mount; called with the table's lock held. */

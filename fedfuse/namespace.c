@@ -69,8 +69,20 @@ static const char *const settings_keys[] = {
 };
 static const char *const nsdb_keys[] = { "security", "ca-file", "replicas", NULL };
 static const char *const referral_keys[] = {
-	"locations", "read-only", "timeout",   "attr-timeout", "credentials", "on-unreachable",
-	"uid",	     "gid",	  "file-mode", "dir-mode",     "watch",	      NULL,
+	"locations",
+	"read-only",
+	"timeout",
+	"attr-timeout",
+	"credentials",
+	"on-unreachable",
+	"uid",
+	"gid",
+	"file-mode",
+	"dir-mode",
+	"watch",
+	"identity",
+	"credentials-dir",
+	NULL,
 };
 
 static bool fail(struct loader *ld, int code, int line, const char *fmt, ...) G_GNUC_PRINTF(4, 5);
@@ -596,6 +608,34 @@ static bool check_credentials(struct loader *ld, const struct scan_key *k, const
 	return true;
 }
 
+/* credentials-dir=: a directory of the daemon's user that nobody else may write (it holds one
+ * credentials file per user; the backend checks each file when it reads it). */
+static bool check_credentials_dir(struct loader *ld, const struct scan_key *k, const char *path)
+{
+	struct stat st;
+
+	if (path[0] != '/')
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			    "credentials-dir: '%s' is not an absolute path", path);
+	if (stat(path, &st) < 0)
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line, "credentials-dir %s: %s",
+			    path, g_strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			    "credentials-dir %s is not a directory", path);
+	if (st.st_uid != geteuid())
+		return fail(
+			ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			"credentials-dir %s is owned by uid %u, not by uid %u which runs fedfuse",
+			path, (unsigned int)st.st_uid, (unsigned int)geteuid());
+	if (st.st_mode & 022)
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			    "credentials-dir %s is writable by %s (mode %04o); chmod 700 it", path,
+			    (st.st_mode & 002) ? "others" : "its group",
+			    (unsigned int)(st.st_mode & 07777));
+	return true;
+}
+
 /* locations=: a GKeyFile list (';'-separated, "\;" for a ';' inside an entry, one trailing ';'
  * tolerated), each entry a location URI; white space around entries is ignored. */
 static bool parse_locations(struct loader *ld, const struct scan_group *g, const struct scan_key *k,
@@ -708,6 +748,19 @@ static bool referral_key(struct loader *ld, const struct scan_key *k, const char
 		r->credentials = g_strdup(v);
 		return true;
 	}
+	if (strcmp(name, "identity") == 0) {
+		if (strcmp(v, "per-user") != 0 && strcmp(v, "shared") != 0)
+			return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+				    "identity: '%s' is not 'shared' or 'per-user'", v);
+		r->per_user = strcmp(v, "per-user") == 0;
+		return true;
+	}
+	if (strcmp(name, "credentials-dir") == 0) {
+		if (!check_credentials_dir(ld, k, v))
+			return false;
+		r->credentials_dir = g_strdup(v);
+		return true;
+	}
 	if (strcmp(name, "on-unreachable") == 0) {
 		if (strcmp(v, "error") == 0)
 			r->on_unreachable = FF_UNREACHABLE_ERROR;
@@ -752,6 +805,8 @@ static bool finish_locations(struct loader *ld, struct ff_referral *r, const str
 		spec->gid = o->gid;
 		spec->file_mode = o->file_mode;
 		spec->dir_mode = o->dir_mode;
+		spec->per_user = r->per_user;
+		spec->credentials_dir = r->credentials_dir;
 		if (!ld->check)
 			continue;
 		rc = ld->check(spec, ld->check_data, &msg);
@@ -776,6 +831,7 @@ static void referral_free(gpointer p)
 
 	g_free(r->path);
 	g_free(r->credentials);
+	g_free(r->credentials_dir);
 	g_ptr_array_unref(r->locations);
 	g_free(r);
 }
@@ -818,6 +874,16 @@ static bool load_referral(struct loader *ld, const struct scan_group *g)
 	if (!has_locations)
 		return fail(ld, G_KEY_FILE_ERROR_KEY_NOT_FOUND, g->line,
 			    "missing 'locations' in [%s]", g->name);
+	if (r->per_user && !r->credentials_dir)
+		return fail(ld, G_KEY_FILE_ERROR_KEY_NOT_FOUND, g->line,
+			    "identity=per-user in [%s] needs credentials-dir", g->name);
+	if (r->per_user) {
+		/* What the kernel caches it shows to every user alike: each lookup and stat goes
+		 * to the server as its caller, who may see less than the last one. Nor is such a
+		 * location watched (a watch would need an identity of its own). */
+		r->attr_timeout = 0;
+		r->watch = false;
+	}
 	return finish_locations(ld, r, &opts);
 }
 

@@ -231,6 +231,9 @@ static void describe_node(GString *out, const struct ff_ns_node *node)
 				       r->on_unreachable == FF_UNREACHABLE_SKIP ? "skip" : "error");
 		if (r->credentials)
 			g_string_append_printf(out, " credentials=%s", r->credentials);
+		if (r->per_user)
+			g_string_append_printf(out, " identity=per-user credentials-dir=%s",
+					       r->credentials_dir);
 		if (spec->uid_set)
 			g_string_append_printf(out, " uid=%u", (unsigned int)spec->uid);
 		if (spec->gid_set)

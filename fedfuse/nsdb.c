@@ -257,6 +257,8 @@ static GPtrArray *locations_of(GPtrArray *uris, const struct ff_location *fsn)
 		spec->read_only = fsn->spec.read_only;
 		spec->watch = fsn->spec.watch;
 		spec->credentials = fsn->spec.credentials;
+		spec->per_user = fsn->spec.per_user;
+		spec->credentials_dir = fsn->spec.credentials_dir;
 		spec->uid_set = fsn->spec.uid_set;
 		spec->uid = fsn->spec.uid;
 		spec->gid_set = fsn->spec.gid_set;

@@ -184,24 +184,33 @@ int smb_classify(struct smb_loc *loc, struct smb_conn *conn, int rc, gint64 t0)
  * server restarted or dropped it), the pool retires it and fn runs once more on a fresh one.
  * A timeout is not retried: it has used the time already (the pool retires that context too).
  */
-int smb_run(struct smb_loc *loc, bool for_open, smb_op_fn fn, void *arg)
+int smb_run_in(struct smb_pool *pool, bool for_open, smb_op_fn fn, void *arg)
 {
+	struct smb_loc *loc = pool->loc;
 	int rc = 0;
 
 	for (int attempt = 0; attempt < 2; attempt++) {
 		struct smb_conn *conn;
 		gint64 t0;
 
-		rc = smb_pool_get(&loc->pool, for_open, &conn);
+		rc = smb_pool_get(pool, for_open, &conn);
 		if (rc)
 			return rc;
 		t0 = g_get_monotonic_time();
 		rc = smb_classify(loc, conn, fn(loc, conn, arg), t0);
-		smb_pool_put(&loc->pool, conn, rc);
+		smb_pool_put(pool, conn, rc);
 		if (!smb_err_is_disconnect(rc))
 			break;
 	}
 	return rc;
+}
+
+int smb_run(struct smb_loc *loc, const struct ff_cred *cred, bool for_open, smb_op_fn fn, void *arg)
+{
+	struct smb_pool *pool;
+	int rc = smb_pool_of(loc, cred, &pool);
+
+	return rc ? rc : smb_run_in(pool, for_open, fn, arg);
 }
 
 /* ---- locations ------------------------------------------------------------------------------ */
@@ -345,6 +354,7 @@ static void smb_loc_free(struct smb_loc *loc)
 		return;
 	smb_watch_stop(loc->watch);
 	loc->watch = NULL;
+	smb_users_free(loc);
 	smb_pool_destroy(&loc->pool);
 	smb_names_clear(loc);
 	ff_pathtree_free(loc->tree);
@@ -353,16 +363,12 @@ static void smb_loc_free(struct smb_loc *loc)
 		g_mutex_clear(&loc->wlock);
 		g_rw_lock_clear(&loc->gate);
 	}
-	if (loc->password) {
-		explicit_bzero(loc->password, loc->password_len);
-		g_free(loc->password);
-	}
+	smb_ident_clear(&loc->id);
+	g_free(loc->cred_dir);
 	g_free(loc->host);
 	g_free(loc->share);
 	g_free(loc->url);
 	g_free(loc->display);
-	g_free(loc->user);
-	g_free(loc->domain);
 	g_free(loc);
 }
 
@@ -370,13 +376,13 @@ static char *smb_mount_msg(struct smb_loc *loc, int rc)
 {
 	switch (rc) {
 	case -EACCES:
-		if (loc->guest)
+		if (loc->id.guest)
 			return g_strdup_printf("%s: guest access refused by the server",
 					       loc->display);
 		return g_strdup_printf("%s: access denied for user '%s%s%s' (wrong user name or "
 				       "password, or no access to the share)",
-				       loc->display, loc->domain ? loc->domain : "",
-				       loc->domain ? "\\" : "", loc->user);
+				       loc->display, loc->id.domain ? loc->id.domain : "",
+				       loc->id.domain ? "\\" : "", loc->id.user);
 	case -ENOENT:
 		return g_strdup_printf("%s: no such share or directory", loc->display);
 	case -ENOTDIR:
@@ -429,27 +435,52 @@ static int smb_mount(const struct ff_location_spec *spec, const struct ff_notify
 		loc->dir_mode = 0755;
 	}
 	loc->dev = (dev_t)(((guint64)0x534d42 << 32) | g_str_hash(loc->display));
-	if (spec->credentials) {
-		rc = smb_read_credentials(spec->credentials, loc, msg);
+	loc->connections = t.connections;
+	loc->per_user = spec->per_user && spec->credentials_dir;
+	if (loc->per_user) {
+		/* The server judges every access as its caller; the kernel's own check
+		 * (default_permissions), against one set of attributes for all users, must not
+		 * refuse first what the server would allow: everybody may read and write, by the
+		 * modes shown. */
+		loc->file_mode |= 0666;
+		loc->dir_mode |= 0777;
+	}
+	if (loc->per_user) {
+		loc->cred_dir = g_strdup(spec->credentials_dir);
+	} else if (spec->credentials) {
+		rc = smb_read_credentials(AT_FDCWD, spec->credentials, &loc->id, msg);
 		if (rc)
 			goto out_free;
 	} else {
 		/* Guest: an anonymous logon, which servers map to their guest account. (A "guest"
 		 * user with an empty password never gets that far: libsmbclient's NTLMSSP client
 		 * refuses it, NT_STATUS_WRONG_CREDENTIAL_HANDLE.) */
-		loc->guest = true;
-		loc->user = g_strdup("");
-		loc->password = g_strdup("");
+		loc->id.guest = true;
+		loc->id.user = g_strdup("");
+		loc->id.password = g_strdup("");
 	}
 	loc->tree = ff_pathtree_new();
 	g_mutex_init(&loc->wlock);
 	g_rw_lock_init(&loc->gate);
 	loc->open = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, smb_open_node_free);
 	smb_names_init(loc);
-	rc = smb_pool_init(&loc->pool, loc, t.connections);
+	smb_users_init(loc);
+	rc = smb_pool_init(&loc->pool, loc, &loc->id, t.connections);
 	if (rc) {
 		*msg = g_strdup("libsmbclient could not be initialised");
 		goto out_free;
+	}
+	if (loc->per_user) {
+		/* No identity of the location's own to log on with: that the server answers is
+		 * all there is to know before a caller comes (whose logon then says the rest). */
+		rc = smb_pool_probe(loc);
+		if (rc) {
+			*msg = smb_mount_msg(loc, rc);
+			goto out_free;
+		}
+		smb_target_clear(&t);
+		*locp = loc;
+		return 0;
 	}
 	/* A failed logon here is told through *msg (the core logs it), not logged twice. */
 	loc->pool.auth_logged = true;
@@ -467,7 +498,7 @@ static int smb_mount(const struct ff_location_spec *spec, const struct ff_notify
 			loc->dfs = (sv.f_flag & SMBC_VFS_FEATURE_DFS) != 0;
 	}
 	smb_pool_put(&loc->pool, conn, 0);
-	if (notify)
+	if (notify && !loc->per_user)
 		loc->watch = smb_watch_start(loc, notify);
 	smb_target_clear(&t);
 	*locp = loc;
@@ -517,7 +548,7 @@ static int smb_statfs(void *loc_, const struct ff_cred *cred, ff_node *node, str
 	if (!a.url)
 		return -ESTALE;
 	a.sv = st;
-	rc = smb_run(loc, false, smb_statfs_fn, &a);
+	rc = smb_run(loc, cred, false, smb_statfs_fn, &a);
 	g_free((char *)a.url);
 	return rc;
 }

@@ -28,6 +28,15 @@
 struct smb_pool;
 struct smb_watch;
 
+/* Whom contexts log on as: a user of the server, or its guest account. */
+struct smb_ident {
+	char *user;	/* "" (anonymous, i.e. guest) when no credentials */
+	char *domain;	/* NULL: the library's default workgroup */
+	char *password; /* wiped with explicit_bzero when freed; "" for guest */
+	size_t password_len;
+	bool guest;
+};
+
 /*
  * One libsmbclient context: one TCP connection (plus an IPC$ one for security descriptors).
  * A context is not thread safe, so exactly one thread uses it at a time: the one that checked
@@ -54,10 +63,11 @@ struct smb_pool {
 	GPtrArray *live;       /* struct smb_conn *, usable (busy or idle); broken ones leave it */
 	unsigned int creating; /* slots reserved by threads creating a context */
 	unsigned int max;
-	gint64 auth_holdoff_until; /* monotonic µs; new contexts fail -EACCES before it */
-	bool auth_logged;	   /* the failure was logged; quiet until a logon works */
-	GAsyncQueue *reap;	   /* contexts to free, by the reaper thread */
-	unsigned int reaping;	   /* contexts queued or being freed; pool lock */
+	const struct smb_ident *id; /* whom its contexts log on as */
+	gint64 auth_holdoff_until;  /* monotonic µs; new contexts fail -EACCES before it */
+	bool auth_logged;	    /* the failure was logged; quiet until a logon works */
+	GAsyncQueue *reap;	    /* contexts to free, by the reaper thread */
+	unsigned int reaping;	    /* contexts queued or being freed; pool lock */
 	GThread *reaper;
 	struct smb_loc *loc;
 };
@@ -67,13 +77,16 @@ struct smb_loc {
 	char *host;
 	int port; /* 0: libsmbclient's default (SMB_PORT, then SMB_NETBIOS_PORT) */
 	char *share;
-	char *url;	/* "smb://host[:port]/share[/sub...]", percent-encoded, no trailing '/' */
-	char *display;	/* "//host[:port]/share[/sub]" for messages */
-	char *user;	/* "" (anonymous, i.e. guest) when no credentials */
-	char *domain;	/* NULL: the library's default workgroup */
-	char *password; /* wiped with explicit_bzero at unmount; "" for guest */
-	size_t password_len;
-	bool guest;
+	char *url;     /* "smb://host[:port]/share[/sub...]", percent-encoded, no trailing '/' */
+	char *display; /* "//host[:port]/share[/sub]" for messages */
+	struct smb_ident id; /* the location's one identity; unused when per_user */
+	/* identity=per-user: each caller's operations run on a pool of their own, logged on
+	 * with their credentials file from cred_dir (smb_users.c). */
+	bool per_user;
+	char *cred_dir;
+	unsigned int connections; /* contexts per pool */
+	GMutex users_lock;	  /* a leaf */
+	GHashTable *users;	  /* uid -> struct smb_user * */
 	int timeout_ms;
 	uid_t uid;
 	gid_t gid;
@@ -102,6 +115,7 @@ struct smb_loc {
  * writing (smb_rename_open()).
  */
 struct smb_file {
+	struct smb_pool *pool;	  /* the opener's: its contexts are the handle's */
 	struct smb_conn *conn;	  /* NULL: to be bound to a live context (smb_fh_begin()) */
 	SMBCFILE *file;		  /* NULL: to be opened again by path (smb_fh_begin()) */
 	int flags;		  /* as the caller opened it */
@@ -147,19 +161,24 @@ void smb_names_note(struct smb_loc *loc, const char *dir_url, GHashTable *set);
  * directory on `ctx` (checked out) unless a listing is recent. */
 int smb_name_exact(struct smb_loc *loc, SMBCCTX *ctx, const char *dir_url, const char *name);
 /* The same for a directory node, on a context of the pool. */
-int smb_name_exact_in(struct smb_loc *loc, struct ff_pathnode *dir, const char *name);
+int smb_name_exact_in(struct smb_loc *loc, const struct ff_cred *cred, struct ff_pathnode *dir,
+		      const char *name);
 /* The mount made (`present`) or removed `name` in directory `dir`: so says its listing too. */
 void smb_names_update(struct smb_loc *loc, struct ff_pathnode *dir, const char *name, bool present);
 
 /* ---- smb_cred.c ------------------------------------------------------------------------------ */
 
 /* Parse a credentials file's text (`len` bytes in `buf`, which has room for one byte more and
- * is written to) into loc->user, loc->domain and loc->password; messages name `path` and a
- * line, never the text. 0 or -EINVAL with *msg set. */
-int smb_parse_credentials(char *buf, size_t len, const char *path, struct smb_loc *loc, char **msg);
-/* Read and parse the credentials file `path`: a regular file of the daemon's user that neither
- * group nor others may access, opened without following a symlink. */
-int smb_read_credentials(const char *path, struct smb_loc *loc, char **msg);
+ * is written to) into id->user, id->domain and id->password; messages name `path` and a line,
+ * never the text. 0 or -EINVAL with *msg set. */
+int smb_parse_credentials(char *buf, size_t len, const char *path, struct smb_ident *id,
+			  char **msg);
+/* Read and parse the credentials file `path` (relative to `dirfd`, or AT_FDCWD): a regular file
+ * of the daemon's user that neither group nor others may access, opened without following a
+ * symlink. -ENOENT when there is none. */
+int smb_read_credentials(int dirfd, const char *path, struct smb_ident *id, char **msg);
+/* Free an identity's strings, the password wiped first. */
+void smb_ident_clear(struct smb_ident *id);
 
 /* ---- smb.c ----------------------------------------------------------------------------------- */
 
@@ -177,8 +196,21 @@ int smb_stat_raw(SMBCCTX *ctx, const char *url, struct stat *st);
 SMBCFILE *smb_open_raw(SMBCCTX *ctx, const char *url, int flags, mode_t mode, bool regain, int *rc);
 /* What a failed operation really meant: a timeout, a dead connection (DFS), or rc itself. */
 int smb_classify(struct smb_loc *loc, struct smb_conn *conn, int rc, gint64 t0);
-/* Run fn on a pooled context, once more on a fresh one when the connection was dead. */
-int smb_run(struct smb_loc *loc, bool for_open, smb_op_fn fn, void *arg);
+/* Run fn on a context of `pool`, once more on a fresh one when the connection was dead. */
+int smb_run_in(struct smb_pool *pool, bool for_open, smb_op_fn fn, void *arg);
+/* The same on the pool of the caller (smb_pool_of()). */
+int smb_run(struct smb_loc *loc, const struct ff_cred *cred, bool for_open, smb_op_fn fn,
+	    void *arg);
+
+/* ---- smb_users.c ----------------------------------------------------------------------------- */
+
+/* The pool a caller's operations run on: the location's, or with identity=per-user the caller's
+ * own, made at their first operation and logged on with their credentials file. -EACCES for a
+ * caller who has none (never another identity). */
+int smb_pool_of(struct smb_loc *loc, const struct ff_cred *cred, struct smb_pool **pool);
+void smb_users_init(struct smb_loc *loc);
+/* Frees every user's pool (joins their reapers). */
+void smb_users_free(struct smb_loc *loc);
 
 /* ---- smb_node.c ------------------------------------------------------------------------------ */
 
@@ -237,8 +269,9 @@ void smb_times_set(struct smb_loc *loc, struct ff_pathnode *node, const struct t
 /* A write through `node`: forget the times set on it. */
 void smb_times_written(struct smb_loc *loc, struct ff_pathnode *node);
 /* A rename refused for files open at or below its source: close ours, rename, reopen them. */
-int smb_rename_open(struct smb_loc *loc, struct smb_path_arg *a, int rc, struct ff_pathnode *parent,
-		    const char *name, struct ff_pathnode *newparent, const char *newname);
+int smb_rename_open(struct smb_loc *loc, const struct ff_cred *cred, struct smb_path_arg *a, int rc,
+		    struct ff_pathnode *parent, const char *name, struct ff_pathnode *newparent,
+		    const char *newname);
 /* Open a node's file (no O_CREAT). */
 int smb_open(void *loc, const struct ff_cred *cred, ff_node *node, int flags, ff_fh **fhp);
 /* Create (or open) `name` in `parent`; a mode without write bits makes it read-only. */
@@ -298,7 +331,10 @@ void smb_sock_free(struct smb_conn *conn);
 
 /* ---- smb_pool.c ------------------------------------------------------------------------------ */
 
-int smb_pool_init(struct smb_pool *pool, struct smb_loc *loc, unsigned int max);
+int smb_pool_init(struct smb_pool *pool, struct smb_loc *loc, const struct smb_ident *id,
+		  unsigned int max);
+/* A TCP connection to the location's server can be made (no logon): 0 or -errno. */
+int smb_pool_probe(struct smb_loc *loc);
 /* Free every context (joins the reaper). All handles must have been released. */
 void smb_pool_destroy(struct smb_pool *pool);
 /* Check out an idle context, or a new one. for_open prefers a context without open files, so

@@ -118,7 +118,8 @@ static int exact_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg)
 	return a->result < 0 ? a->result : 0;
 }
 
-int smb_name_exact_in(struct smb_loc *loc, struct ff_pathnode *dir, const char *name)
+int smb_name_exact_in(struct smb_loc *loc, const struct ff_cred *cred, struct ff_pathnode *dir,
+		      const char *name)
 {
 	struct exact_arg a = { .name = name };
 	char *url = smb_url(loc, dir, NULL);
@@ -128,7 +129,7 @@ int smb_name_exact_in(struct smb_loc *loc, struct ff_pathnode *dir, const char *
 		return -ESTALE;
 	a.dir_url = url;
 	a.result = 1;
-	rc = known(loc, url, name) ? 0 : smb_run(loc, false, exact_fn, &a);
+	rc = known(loc, url, name) ? 0 : smb_run(loc, cred, false, exact_fn, &a);
 	g_free(url);
 	return rc ? rc : a.result;
 }

@@ -27,7 +27,7 @@ static bool smb_key_is(const char *key, const char *const *names)
  * line, verbatim for the password. Unknown keys, repeated keys and lines without '=' are
  * errors. Messages name the line, never its text (it might be a password).
  */
-int smb_parse_credentials(char *buf, size_t len, const char *path, struct smb_loc *loc, char **msg)
+int smb_parse_credentials(char *buf, size_t len, const char *path, struct smb_ident *id, char **msg)
 {
 	static const char *const user_keys[] = { "username", "user", NULL };
 	static const char *const pass_keys[] = { "password", "pass", NULL };
@@ -116,24 +116,35 @@ int smb_parse_credentials(char *buf, size_t len, const char *path, struct smb_lo
 				       path, SMB_NAME_MAX);
 		return -EINVAL;
 	}
-	loc->user = g_strdup(user);
-	loc->domain = dom && *dom ? g_strdup(dom) : NULL;
-	loc->password_len = pass ? strlen(pass) : 0;
-	loc->password = g_malloc(loc->password_len + 1);
-	memcpy(loc->password, pass ? pass : "", loc->password_len + 1);
+	id->user = g_strdup(user);
+	id->domain = dom && *dom ? g_strdup(dom) : NULL;
+	id->password_len = pass ? strlen(pass) : 0;
+	id->password = g_malloc(id->password_len + 1);
+	memcpy(id->password, pass ? pass : "", id->password_len + 1);
 	return 0;
+}
+
+void smb_ident_clear(struct smb_ident *id)
+{
+	if (id->password) {
+		explicit_bzero(id->password, id->password_len);
+		g_free(id->password);
+	}
+	g_free(id->user);
+	g_free(id->domain);
+	memset(id, 0, sizeof(*id));
 }
 
 /* Read the credentials file, re-checking what the core checked at load time: a regular file
  * of ours that neither group nor others may access. Every copy of its text is wiped. */
-int smb_read_credentials(const char *path, struct smb_loc *loc, char **msg)
+int smb_read_credentials(int dirfd, const char *path, struct smb_ident *id, char **msg)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	struct stat st;
 	int fd, rc;
 
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		rc = -errno;
 		*msg = g_strdup_printf("credentials file %s: %s", path, g_strerror(-rc));
@@ -184,7 +195,7 @@ int smb_read_credentials(const char *path, struct smb_loc *loc, char **msg)
 			goto out_wipe;
 		}
 	}
-	rc = smb_parse_credentials(buf, len, path, loc, msg);
+	rc = smb_parse_credentials(buf, len, path, id, msg);
 out_wipe:
 	explicit_bzero(buf, SMB_CRED_MAX + 2);
 	g_free(buf);

@@ -74,7 +74,7 @@ static int smb_list_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg)
 	return rc;
 }
 
-static int smb_list(struct smb_loc *loc, struct smb_dir *dh)
+static int smb_list(struct smb_loc *loc, const struct ff_cred *cred, struct smb_dir *dh)
 {
 	struct smb_list_arg a = { .ents = dh->ents };
 	int rc;
@@ -82,7 +82,7 @@ static int smb_list(struct smb_loc *loc, struct smb_dir *dh)
 	a.url = smb_url(loc, dh->node, NULL);
 	if (!a.url)
 		return -ESTALE;
-	rc = smb_run(loc, false, smb_list_fn, &a);
+	rc = smb_run(loc, cred, false, smb_list_fn, &a);
 	if (rc) {
 		g_array_set_size(dh->ents, 0);
 	} else {
@@ -110,7 +110,7 @@ int smb_opendir(void *loc_, const struct ff_cred *cred, ff_node *node, ff_dh **d
 	g_array_set_clear_func(dh->ents, smb_dirent_clear);
 	ff_pathtree_ref(loc->tree, smb_pn(node));
 	dh->node = smb_pn(node);
-	rc = smb_list(loc, dh);
+	rc = smb_list(loc, cred, dh);
 	if (rc) {
 		ff_pathtree_unref(loc->tree, dh->node);
 		g_array_free(dh->ents, TRUE);
@@ -133,7 +133,7 @@ int smb_readdir(void *loc_, const struct ff_cred *cred, ff_node *node, ff_dh *dh
 		return -EINVAL;
 	g_mutex_lock(&dh->lock);
 	if (off == 0 && dh->served) { /* rewinddir(): show the directory as it is now */
-		rc = smb_list(loc, dh);
+		rc = smb_list(loc, cred, dh);
 		if (rc)
 			goto out_unlock;
 	}

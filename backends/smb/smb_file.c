@@ -123,16 +123,16 @@ static int smb_fh_rebind(struct smb_loc *loc, struct smb_file *fh)
 	int rc;
 
 	if (fh->conn) {
-		smb_pool_file_closed(&loc->pool, fh->conn); /* its SMB file goes with it */
+		smb_pool_file_closed(fh->pool, fh->conn); /* its SMB file goes with it */
 		fh->conn = NULL;
 		fh->file = NULL;
 		fh->rebound = true;
 	}
-	rc = smb_pool_get_live(&loc->pool, &conn);
+	rc = smb_pool_get_live(fh->pool, &conn);
 	if (rc)
 		return rc;
 	fh->conn = conn;
-	smb_pool_file_opened(&loc->pool, conn);
+	smb_pool_file_opened(fh->pool, conn);
 	return 0;
 }
 
@@ -151,14 +151,14 @@ int smb_fh_begin(struct smb_loc *loc, struct smb_file *fh, bool need_file)
 	if (fh->stale)
 		return -ESTALE;
 	g_rw_lock_reader_lock(&loc->gate);
-	rc = fh->conn ? smb_pool_get_conn(&loc->pool, fh->conn, false) : -EIO;
+	rc = fh->conn ? smb_pool_get_conn(fh->pool, fh->conn, false) : -EIO;
 	if (rc == -EIO) /* no context, or a dead one */
 		rc = smb_fh_rebind(loc, fh);
 	fh->t0 = g_get_monotonic_time();
 	if (rc == 0 && need_file && !fh->file) {
 		rc = smb_classify(loc, fh->conn, smb_fh_reopen(loc, fh), fh->t0);
 		if (rc) {
-			smb_pool_put(&loc->pool, fh->conn, rc);
+			smb_pool_put(fh->pool, fh->conn, rc);
 			if (smb_err_is_disconnect(rc))
 				rc = -EIO;
 			else if (rc == -ENOENT)
@@ -174,7 +174,7 @@ int smb_fh_end_again(struct smb_loc *loc, struct smb_file *fh, int rc, bool *aga
 {
 	rc = smb_classify(loc, fh->conn, rc, fh->t0);
 	*again = smb_err_is_disconnect(rc);
-	smb_pool_put(&loc->pool, fh->conn, rc);
+	smb_pool_put(fh->pool, fh->conn, rc);
 	g_rw_lock_reader_unlock(&loc->gate);
 	return smb_err_is_disconnect(rc) ? -EIO : rc;
 }
@@ -333,7 +333,8 @@ static int smb_open_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg)
 			smb_fix_stat(loc, a->st);
 		}
 	}
-	smb_pool_file_opened(&loc->pool, conn);
+	a->fh->pool = conn->pool;
+	smb_pool_file_opened(conn->pool, conn);
 	return 0;
 }
 
@@ -351,7 +352,7 @@ int smb_open(void *loc_, const struct ff_cred *cred, ff_node *node, int flags, f
 	a.fh->flags = flags;
 	if (flags & O_TRUNC)
 		smb_watch_expect(loc, smb_pn(node), NULL, false);
-	rc = smb_run(loc, true, smb_open_fn, &a);
+	rc = smb_run(loc, cred, true, smb_open_fn, &a);
 	if (flags & O_TRUNC)
 		smb_watch_expect(loc, smb_pn(node), NULL, true);
 	if (rc) {
@@ -394,18 +395,18 @@ int smb_create(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 	smb_watch_expect(loc, smb_pn(parent), name, false);
 	if (!(a.flags & O_EXCL)) {
 		a.flags |= O_EXCL;
-		rc = smb_run(loc, true, smb_open_fn, &a);
+		rc = smb_run(loc, cred, true, smb_open_fn, &a);
 		a.flags &= ~O_EXCL;
 		if (rc == -EEXIST) {
 			ro = false;
-			rc = smb_name_exact_in(loc, smb_pn(parent), name);
+			rc = smb_name_exact_in(loc, cred, smb_pn(parent), name);
 			if (rc == 1)
-				rc = smb_run(loc, true, smb_open_fn, &a);
+				rc = smb_run(loc, cred, true, smb_open_fn, &a);
 			else if (rc == 0)
 				rc = -EEXIST;
 		}
 	} else {
-		rc = smb_run(loc, true, smb_open_fn, &a);
+		rc = smb_run(loc, cred, true, smb_open_fn, &a);
 	}
 	if (rc == 0)
 		smb_names_update(loc, smb_pn(parent), name, true);
@@ -414,7 +415,7 @@ int smb_create(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 		 * exists and is open now. */
 		struct smb_path_arg c = { .url = a.url, .mode = 0444 | S_IXUSR };
 
-		if (smb_run(loc, false, smb_chmod_fn, &c) == 0)
+		if (smb_run(loc, cred, false, smb_chmod_fn, &c) == 0)
 			st->st_mode &= ~(mode_t)0222;
 	}
 	smb_watch_expect(loc, smb_pn(parent), name, true);
@@ -529,7 +530,7 @@ static void smb_times_reapply(struct smb_loc *loc, struct smb_file *fh, const st
 
 	a.url = smb_url(loc, fh->node, NULL);
 	if (a.url)
-		smb_run(loc, false, smb_utimes_fn, &a);
+		smb_run_in(fh->pool, false, smb_utimes_fn, &a);
 	g_free((char *)a.url);
 }
 
@@ -625,23 +626,23 @@ int smb_release(void *loc_, ff_fh *fh_)
 	 * the connection. */
 	conn = fh->conn;
 	if (conn && fh->file) {
-		rc = smb_pool_get_conn(&loc->pool, conn, true);
+		rc = smb_pool_get_conn(conn->pool, conn, true);
 		if (rc == 0) {
 			dirty = fh->dirty;
 			/* libsmbclient forgets the handle even when the close fails. */
 			if (smbc_getFunctionClose(conn->ctx)(conn->ctx, fh->file) < 0)
 				rc = smb_err(errno);
-			smb_pool_file_closed(&loc->pool, conn);
-			smb_pool_put(&loc->pool, conn, rc);
+			smb_pool_file_closed(conn->pool, conn);
+			smb_pool_put(conn->pool, conn, rc);
 		} else {
 			/* The connection is gone, and the file was closed with it (writes are
 			 * written through: nothing is left to lose); freeing the context frees
 			 * what is left of it here. */
-			smb_pool_file_closed(&loc->pool, conn);
+			smb_pool_file_closed(conn->pool, conn);
 			rc = 0;
 		}
 	} else if (conn) {
-		smb_pool_file_closed(&loc->pool, conn); /* smb_flush() closed it */
+		smb_pool_file_closed(conn->pool, conn); /* smb_flush() closed it */
 	}
 	times = smb_closed(loc, fh, dirty, tv);
 	g_rw_lock_reader_unlock(&loc->gate);
@@ -660,8 +661,9 @@ int smb_release(void *loc_, ff_fh *fh_)
  * are now. Handle operations wait at the gate meanwhile; a handle that cannot be opened again
  * answers EIO from then on.
  */
-int smb_rename_open(struct smb_loc *loc, struct smb_path_arg *a, int rc, struct ff_pathnode *parent,
-		    const char *name, struct ff_pathnode *newparent, const char *newname)
+int smb_rename_open(struct smb_loc *loc, const struct ff_cred *cred, struct smb_path_arg *a, int rc,
+		    struct ff_pathnode *parent, const char *name, struct ff_pathnode *newparent,
+		    const char *newname)
 {
 	char *path = ff_pathtree_path(loc->tree, NULL, parent, name);
 	GPtrArray *fhs;
@@ -677,18 +679,18 @@ int smb_rename_open(struct smb_loc *loc, struct smb_path_arg *a, int rc, struct 
 
 		if (!fh->conn)
 			continue;
-		if (fh->file && smb_pool_get_conn(&loc->pool, fh->conn, true) == 0) {
+		if (fh->file && smb_pool_get_conn(fh->pool, fh->conn, true) == 0) {
 			smbc_getFunctionClose(fh->conn->ctx)(fh->conn->ctx, fh->file);
-			smb_pool_file_closed(&loc->pool, fh->conn);
-			smb_pool_put(&loc->pool, fh->conn, 0);
+			smb_pool_file_closed(fh->pool, fh->conn);
+			smb_pool_put(fh->pool, fh->conn, 0);
 		} else {
 			/* Closed by smb_flush() already, or its connection is gone. */
-			smb_pool_file_closed(&loc->pool, fh->conn);
+			smb_pool_file_closed(fh->pool, fh->conn);
 		}
 		fh->file = NULL;
 		fh->conn = NULL;
 	}
-	rc = smb_run(loc, false, smb_rename_fn, a);
+	rc = smb_run(loc, cred, false, smb_rename_fn, a);
 	if (rc == 0)
 		ff_pathtree_rename(loc->tree, parent, name, newparent, newname, false);
 	for (guint i = 0; i < fhs->len; i++) {
@@ -699,7 +701,7 @@ int smb_rename_open(struct smb_loc *loc, struct smb_path_arg *a, int rc, struct 
 			continue;
 		o.url = smb_url(loc, fh->node, NULL);
 		o.flags = smb_reopen_flags(fh->flags);
-		if (o.url && smb_run(loc, true, smb_open_fn, &o) != 0)
+		if (o.url && smb_run_in(fh->pool, true, smb_open_fn, &o) != 0)
 			g_warning("%s: a file open across a rename could not be opened again",
 				  loc->display);
 		g_free((char *)o.url);

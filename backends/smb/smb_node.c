@@ -29,17 +29,18 @@ static int smb_stat_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg)
 	return rc;
 }
 
-static int smb_stat_url(struct smb_loc *loc, const char *url, struct stat *st)
+static int smb_stat_url(struct smb_loc *loc, const struct ff_cred *cred, const char *url,
+			struct stat *st)
 {
 	struct smb_stat_arg a = { .url = url, .st = st };
 
-	return smb_run(loc, false, smb_stat_fn, &a);
+	return smb_run(loc, cred, false, smb_stat_fn, &a);
 }
 
 int smb_root(void *loc_, const struct ff_cred *cred, ff_node **node, struct stat *st)
 {
 	struct smb_loc *loc = loc_;
-	int rc = smb_stat_url(loc, loc->url, st);
+	int rc = smb_stat_url(loc, cred, loc->url, st);
 
 	if (rc == 0) {
 		*node = (ff_node *)ff_pathtree_root(loc->tree);
@@ -61,11 +62,11 @@ int smb_lookup(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 	url = smb_url(loc, smb_pn(parent), name);
 	if (!url)
 		return -ENOENT;
-	rc = smb_stat_url(loc, url, st);
+	rc = smb_stat_url(loc, cred, url, st);
 	g_free(url);
 	if (rc == 0) {
 		/* the server may have found the name in another case */
-		rc = smb_name_exact_in(loc, smb_pn(parent), name);
+		rc = smb_name_exact_in(loc, cred, smb_pn(parent), name);
 		if (rc == 0)
 			return -ENOENT;
 		if (rc < 0)
@@ -171,7 +172,7 @@ int smb_getattr(void *loc_, const struct ff_cred *cred, ff_node *node, ff_fh *fh
 	url = smb_url(loc, smb_pn(node), NULL);
 	if (!url)
 		return -ESTALE;
-	rc = smb_stat_url(loc, url, st);
+	rc = smb_stat_url(loc, cred, url, st);
 	g_free(url);
 	return rc;
 }
@@ -271,7 +272,7 @@ int smb_setattr(void *loc_, const struct ff_cred *cred, ff_node *node, ff_fh *fh
 			rc = smb_fh_truncate(loc, fh, attr->st_size);
 		} else {
 			a.size = attr->st_size;
-			rc = smb_run(loc, false, smb_truncate_fn, &a);
+			rc = smb_run(loc, cred, false, smb_truncate_fn, &a);
 		}
 		if (rc == -EINVAL)
 			rc = -EFBIG; /* the server's EFBIG comes back so (the size is >= 0) */
@@ -293,7 +294,7 @@ int smb_setattr(void *loc_, const struct ff_cred *cred, ff_node *node, ff_fh *fh
 			/* libsmbclient maps S_IXUSR to ARCHIVE ("needs backup", as any write
 			 * leaves it) and clears SYSTEM/HIDDEN. */
 			a.mode = (want_ro ? 0444 : 0644) | S_IXUSR;
-			rc = smb_run(loc, false, smb_chmod_fn, &a);
+			rc = smb_run(loc, cred, false, smb_chmod_fn, &a);
 			if (rc)
 				goto out;
 		}
@@ -303,7 +304,7 @@ int smb_setattr(void *loc_, const struct ff_cred *cred, ff_node *node, ff_fh *fh
 			      &cur.st_atim);
 		smb_pick_time(&a.tv[1], to_set, FF_SET_MTIME, FF_SET_MTIME_NOW, &attr->st_mtim,
 			      &cur.st_mtim);
-		rc = smb_run(loc, false, smb_utimes_fn, &a);
+		rc = smb_run(loc, cred, false, smb_utimes_fn, &a);
 		if (rc)
 			goto out;
 		smb_times_set(loc, smb_pn(node), a.tv);
@@ -346,7 +347,7 @@ int smb_mkdir(void *loc_, const struct ff_cred *cred, ff_node *parent, const cha
 		return -ENOENT;
 	a.url = url;
 	smb_watch_expect(loc, smb_pn(parent), name, false);
-	rc = smb_run(loc, false, smb_mkdir_fn, &a);
+	rc = smb_run(loc, cred, false, smb_mkdir_fn, &a);
 	smb_watch_expect(loc, smb_pn(parent), name, true);
 	if (rc == 0) {
 		smb_names_update(loc, smb_pn(parent), name, true);
@@ -408,11 +409,19 @@ static int smb_unlink_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg)
 	return smb_err_is_disconnect(rc2) ? rc2 : rc;
 }
 
+/* Contexts of the caller's that were retired are freed now: true when there were any. */
+static bool reaped(struct smb_loc *loc, const struct ff_cred *cred)
+{
+	struct smb_pool *pool;
+
+	return smb_pool_of(loc, cred, &pool) == 0 && smb_pool_wait_reaped(pool);
+}
+
 /* Remove `name` from `parent` with `fn` (unlink or rmdir). A sharing violation (EBUSY) may
  * come from a file still open on a retired connection, or from one of ours being released: once
  * those are closed, try again. */
-static int remove_name(struct smb_loc *loc, ff_node *parent, const char *name,
-		       int (*fn)(struct smb_loc *, struct smb_conn *, void *))
+static int remove_name(struct smb_loc *loc, const struct ff_cred *cred, ff_node *parent,
+		       const char *name, int (*fn)(struct smb_loc *, struct smb_conn *, void *))
 {
 	struct smb_path_arg a = { 0 };
 	int rc;
@@ -421,14 +430,14 @@ static int remove_name(struct smb_loc *loc, ff_node *parent, const char *name,
 	if (!a.url)
 		return -ENOENT;
 	smb_watch_expect(loc, smb_pn(parent), name, false);
-	rc = smb_run(loc, false, fn, &a);
-	if (rc == -EBUSY && smb_pool_wait_reaped(&loc->pool))
-		rc = smb_run(loc, false, fn, &a);
+	rc = smb_run(loc, cred, false, fn, &a);
+	if (rc == -EBUSY && reaped(loc, cred))
+		rc = smb_run(loc, cred, false, fn, &a);
 	if (rc == -EBUSY) {
 		/* or from one of our handles being released meanwhile: a release closes inside
 		 * the gate, so it has once the gate is ours */
 		g_rw_lock_writer_lock(&loc->gate);
-		rc = smb_run(loc, false, fn, &a);
+		rc = smb_run(loc, cred, false, fn, &a);
 		g_rw_lock_writer_unlock(&loc->gate);
 	}
 	smb_watch_expect(loc, smb_pn(parent), name, true);
@@ -442,7 +451,7 @@ static int remove_name(struct smb_loc *loc, ff_node *parent, const char *name,
 
 int smb_unlink(void *loc_, const struct ff_cred *cred, ff_node *parent, const char *name)
 {
-	return remove_name(loc_, parent, name, smb_unlink_fn);
+	return remove_name(loc_, cred, parent, name, smb_unlink_fn);
 }
 
 static int smb_rmdir_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg)
@@ -456,7 +465,7 @@ static int smb_rmdir_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg)
 
 int smb_rmdir(void *loc_, const struct ff_cred *cred, ff_node *parent, const char *name)
 {
-	return remove_name(loc_, parent, name, smb_rmdir_fn);
+	return remove_name(loc_, cred, parent, name, smb_rmdir_fn);
 }
 
 /*
@@ -542,9 +551,9 @@ int smb_rename(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 	}
 	smb_watch_expect(loc, smb_pn(parent), name, false);
 	smb_watch_expect(loc, smb_pn(newparent), newname, false);
-	rc = smb_run(loc, false, smb_rename_fn, &a);
-	if (rc == -EBUSY && smb_pool_wait_reaped(&loc->pool))
-		rc = smb_run(loc, false, smb_rename_fn, &a);
+	rc = smb_run(loc, cred, false, smb_rename_fn, &a);
+	if (rc == -EBUSY && reaped(loc, cred))
+		rc = smb_run(loc, cred, false, smb_rename_fn, &a);
 	if (rc == 0) {
 		smb_names_update(loc, smb_pn(parent), name, false);
 		smb_names_update(loc, smb_pn(newparent), newname, true);
@@ -553,7 +562,8 @@ int smb_rename(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 		ff_pathtree_rename(loc->tree, smb_pn(parent), name, smb_pn(newparent), newname,
 				   false);
 	else if (rc == -EBUSY || rc == -EACCES)
-		rc = smb_rename_open(loc, &a, rc, smb_pn(parent), name, smb_pn(newparent), newname);
+		rc = smb_rename_open(loc, cred, &a, rc, smb_pn(parent), name, smb_pn(newparent),
+				     newname);
 	smb_watch_expect(loc, smb_pn(parent), name, true);
 	smb_watch_expect(loc, smb_pn(newparent), newname, true);
 out:

@@ -186,16 +186,16 @@ static void smb_debug_cb(void *priv, int level, const char *msg)
 static void smb_auth_cb(SMBCCTX *c, const char *srv, const char *shr, char *wg, int wglen, char *un,
 			int unlen, char *pw, int pwlen)
 {
-	struct smb_loc *loc = smbc_getOptionUserData(c);
+	const struct smb_pool *pool = smbc_getOptionUserData(c);
 
-	if (!loc)
+	if (!pool)
 		return;
-	if (loc->domain && wglen > 0)
-		g_strlcpy(wg, loc->domain, wglen);
+	if (pool->id->domain && wglen > 0)
+		g_strlcpy(wg, pool->id->domain, wglen);
 	if (unlen > 0)
-		g_strlcpy(un, loc->user, unlen);
+		g_strlcpy(un, pool->id->user, unlen);
 	if (pwlen > 0)
-		g_strlcpy(pw, loc->password, pwlen);
+		g_strlcpy(pw, pool->id->password, pwlen);
 }
 
 static void smb_noauth_cb(SMBCCTX *c, const char *srv, const char *shr, char *wg, int wglen,
@@ -333,26 +333,35 @@ static int smb_probe(struct smb_loc *loc, struct sockaddr_storage *peer)
 	return rc;
 }
 
-/* A new context for loc; the caller holds smb_global_lock. */
-static SMBCCTX *smb_ctx_new(struct smb_loc *loc)
+int smb_pool_probe(struct smb_loc *loc)
 {
+	struct sockaddr_storage peer;
+
+	return smb_probe(loc, &peer);
+}
+
+/* A new context for the pool's location and identity; the caller holds smb_global_lock. */
+static SMBCCTX *smb_ctx_new(struct smb_pool *pool)
+{
+	const struct smb_loc *loc = pool->loc;
+	const struct smb_ident *id = pool->id;
 	SMBCCTX *ctx;
 
 	ctx = smbc_new_context();
 	if (!ctx)
 		return NULL;
 	smbc_setDebug(ctx, smb_debug_level);
-	smbc_setOptionUserData(ctx, loc);
+	smbc_setOptionUserData(ctx, pool);
 	smbc_setFunctionAuthDataWithContext(ctx, smb_auth_cb);
-	smbc_setUser(ctx, loc->user); /* else libsmbclient reads $USER */
-	if (loc->domain)
-		smbc_setWorkgroup(ctx, loc->domain);
+	smbc_setUser(ctx, id->user); /* else libsmbclient reads $USER */
+	if (id->domain)
+		smbc_setWorkgroup(ctx, id->domain);
 	smbc_setTimeout(ctx, loc->timeout_ms);
 	smbc_setOptionUseKerberos(ctx, false);
 	smbc_setOptionFallbackAfterKerberos(ctx, false);
 	smbc_setOptionUseCCache(ctx, false);
 	/* With credentials, a failed logon must fail, not fall back to an anonymous session. */
-	smbc_setOptionNoAutoAnonymousLogin(ctx, !loc->guest);
+	smbc_setOptionNoAutoAnonymousLogin(ctx, !id->guest);
 	smbc_setOptionFullTimeNames(ctx, true);
 	smbc_setOptionUrlEncodeReaddirEntries(ctx, false);
 	smbc_setFunctionCheckServer(ctx, smb_check_server);
@@ -391,7 +400,7 @@ static int smb_conn_new(struct smb_pool *pool, struct smb_conn **out)
 	conn = g_new0(struct smb_conn, 1);
 	conn->pool = pool;
 	g_mutex_lock(&smb_global_lock);
-	conn->ctx = smb_ctx_new(loc);
+	conn->ctx = smb_ctx_new(pool);
 	warm = smb_warm;
 	if (warm || !conn->ctx)
 		g_mutex_unlock(&smb_global_lock);
@@ -458,7 +467,8 @@ static gpointer smb_reaper(gpointer data)
 	return NULL;
 }
 
-int smb_pool_init(struct smb_pool *pool, struct smb_loc *loc, unsigned int max)
+int smb_pool_init(struct smb_pool *pool, struct smb_loc *loc, const struct smb_ident *id,
+		  unsigned int max)
 {
 	if (!smb_global_ready())
 		return -ENOMEM;
@@ -467,6 +477,7 @@ int smb_pool_init(struct smb_pool *pool, struct smb_loc *loc, unsigned int max)
 	pool->live = g_ptr_array_new();
 	pool->max = max;
 	pool->loc = loc;
+	pool->id = id;
 	pool->reap = g_async_queue_new();
 	pool->reaper = g_thread_new("smb-reaper", smb_reaper, pool);
 	return 0;
@@ -501,14 +512,15 @@ static void smb_auth_failed(struct smb_pool *pool)
 	g_mutex_unlock(&pool->lock);
 	if (!log)
 		return;
-	if (loc->guest)
+	if (pool->id->guest)
 		g_message("%s: guest access refused by the server; no new attempt for %d s",
 			  loc->display, (int)(SMB_AUTH_HOLDOFF_US / G_USEC_PER_SEC));
 	else
 		g_message("%s: access denied for user '%s%s%s' (wrong user name or password, or no "
 			  "access to the share); no new logon for %d s",
-			  loc->display, loc->domain ? loc->domain : "", loc->domain ? "\\" : "",
-			  loc->user, (int)(SMB_AUTH_HOLDOFF_US / G_USEC_PER_SEC));
+			  loc->display, pool->id->domain ? pool->id->domain : "",
+			  pool->id->domain ? "\\" : "", pool->id->user,
+			  (int)(SMB_AUTH_HOLDOFF_US / G_USEC_PER_SEC));
 }
 
 static int pool_get(struct smb_pool *pool, bool for_open, bool may_create, struct smb_conn **out)

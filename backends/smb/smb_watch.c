@@ -312,7 +312,7 @@ struct smb_watch *smb_watch_start(struct smb_loc *loc, const struct ff_notify *n
 	w->notify = *notify;
 	g_mutex_init(&w->lock);
 	g_cond_init(&w->cond);
-	if (smb_pool_init(&w->pool, loc, 1) != 0) {
+	if (smb_pool_init(&w->pool, loc, &loc->id, 1) != 0) {
 		g_mutex_clear(&w->lock);
 		g_cond_clear(&w->cond);
 		g_free(w);

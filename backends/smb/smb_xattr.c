@@ -65,7 +65,7 @@ ssize_t smb_getxattr(void *loc_, const struct ff_cred *cred, ff_node *node, cons
 	 * text, so grow the buffer until it has room to spare. */
 	for (a.cap = 4096;; a.cap *= 2) {
 		a.buf = g_malloc(a.cap);
-		rc = smb_run(loc, false, smb_getxattr_fn, &a);
+		rc = smb_run(loc, cred, false, smb_getxattr_fn, &a);
 		if (rc == -ERANGE && a.cap < SMB_XATTR_MAX) {
 			g_free(a.buf);
 			continue;

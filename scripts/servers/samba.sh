@@ -3,11 +3,14 @@
 # Sourced by scripts/test-servers. Defines samba_start, samba_stop and samba_status.
 #
 # One smbd (Debian 12's samba 4.17) on 127.0.0.1 only, with every file it writes (config,
-# passdb, locks, logs, pid) under $STATE/samba. Two shares:
+# passdb, locks, logs, pid) under $STATE/samba. Three shares:
 #   guest  - anyone (anonymous logon), read-write, files owned by root (force user), EAs on,
 #            an MS-DFS root (msdfs links in it become referrals)
 #   user   - only the local user fedfusetest (created if missing), whose password is generated
 #            once and kept in $STATE/samba/user.cred (mount.cifs format, mode 0600)
+#   multi  - the local users fedfusetest and fedfusetest2 (user2.cred), each as themself: in
+#            it one/ is fedfusetest's, two/ fedfusetest2's, both/ writable by both (for
+#            identity=per-user, where each caller logs on with their own credentials)
 # Both with "follow symlinks = no": without unix extensions a client cannot see a symlink made
 # on the server, so smbd following one (even one inside the share, like dir -> ..) would lead
 # the client out of the directory a location names. msdfs links are not followed but served as
@@ -22,6 +25,7 @@ SAMBA_CONF=$SAMBA_DIR/smb.conf
 SAMBA_PIDFILE=$SAMBA_DIR/run/smbd.pid
 SAMBA_PORTS=${FEDFUSE_SMB_PORTS:-4445}
 SAMBA_USER=fedfusetest
+SAMBA_USER2=fedfusetest2
 
 # samba_pid: print the pid of our running smbd, or fail.
 samba_pid() {
@@ -38,11 +42,13 @@ samba_port() {
 	echo "${SAMBA_PORTS%% *}"
 }
 
-# samba_password: the test user's password, generated once. It contains a space, '=', '#' and
-# ';' on purpose: credentials parsers must take the whole rest of the line.
+# samba_password [CRED]: a test user's password, generated once (kept in CRED, user.cred by
+# default). It contains a space, '=', '#' and ';' on purpose: credentials parsers must take the
+# whole rest of the line.
 samba_password() {
-	if [ -f "$SAMBA_DIR/user.cred" ]; then
-		sed -n 's/^password=//p' "$SAMBA_DIR/user.cred"
+	local cred=$SAMBA_DIR/${1:-user.cred}
+	if [ -f "$cred" ]; then
+		sed -n 's/^password=//p' "$cred"
 	else
 		printf 'Ff #=;%s' "$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 	fi
@@ -108,28 +114,39 @@ samba_write_conf() {
 	store dos attributes = yes
 	follow symlinks = no
 	wide links = no
+
+[multi]
+	path = $d/multi
+	guest ok = no
+	valid users = $SAMBA_USER $SAMBA_USER2
+	read only = no
+	store dos attributes = yes
+	follow symlinks = no
+	wide links = no
 EOF
 	mv "$SAMBA_CONF.tmp" "$SAMBA_CONF"
 }
 
+# samba_add_user USER CRED: the local user USER (made if missing) as an SMB user, its
+# credentials in $SAMBA_DIR/CRED.
 samba_add_user() {
-	local pw
-	if ! id "$SAMBA_USER" >/dev/null 2>&1; then
+	local user=$1 cred=$2 pw
+	if ! id "$user" >/dev/null 2>&1; then
 		useradd --system --no-create-home --home-dir /nonexistent \
-			--shell /usr/sbin/nologin "$SAMBA_USER" ||
-			die "samba: cannot create the local user $SAMBA_USER"
+			--shell /usr/sbin/nologin "$user" ||
+			die "samba: cannot create the local user $user"
 	fi
-	pw=$(samba_password)
+	pw=$(samba_password "$cred")
 	# smbpasswd -s reads the new password twice from stdin; it never appears on a command line.
 	printf '%s\n%s\n' "$pw" "$pw" |
-		smbpasswd -c "$SAMBA_CONF" -a -s "$SAMBA_USER" >/dev/null ||
-		die "samba: smbpasswd -a $SAMBA_USER failed"
+		smbpasswd -c "$SAMBA_CONF" -a -s "$user" >/dev/null ||
+		die "samba: smbpasswd -a $user failed"
 	(
 		umask 077
-		printf 'username=%s\npassword=%s\ndomain=WORKGROUP\n' "$SAMBA_USER" "$pw" \
-			>"$SAMBA_DIR/user.cred.tmp"
+		printf 'username=%s\npassword=%s\ndomain=WORKGROUP\n' "$user" "$pw" \
+			>"$SAMBA_DIR/$cred.tmp"
 	)
-	mv "$SAMBA_DIR/user.cred.tmp" "$SAMBA_DIR/user.cred"
+	mv "$SAMBA_DIR/$cred.tmp" "$SAMBA_DIR/$cred"
 }
 
 samba_fail() {
@@ -162,13 +179,16 @@ samba_start() {
 					"choose other ports with FEDFUSE_SMB_PORTS)"
 			fi
 		done
-		mkdir -p "$d"/{lock,state,cache,private,run,ncalrpc,bind-dns,log,guest,user}
+		mkdir -p "$d"/{lock,state,cache,private,run,ncalrpc,bind-dns,log,guest,user} \
+			"$d"/multi/{one,two,both}
 		chmod 0700 "$d/private"
-		chmod 0777 "$d/guest"
+		chmod 0777 "$d/guest" "$d/multi/both"
 		samba_write_conf
-		samba_add_user
-		chown "$SAMBA_USER:" "$d/user"
-		chmod 0755 "$d/user"
+		samba_add_user "$SAMBA_USER" user.cred
+		samba_add_user "$SAMBA_USER2" user2.cred
+		chown "$SAMBA_USER:" "$d/user" "$d/multi/one"
+		chown "$SAMBA_USER2:" "$d/multi/two"
+		chmod 0755 "$d/user" "$d/multi" "$d/multi/one" "$d/multi/two"
 		: >"$d/log/smbd.out"
 		# setsid: smbd leads its own session and process group, so that stop (and a test's
 		# SIGSTOP) reaches every forked child: one per client connection, plus samba-dcerpcd.
@@ -197,6 +217,9 @@ samba_start() {
 	env_set SMB_USER_URI "smb://127.0.0.1:$port/user"
 	env_set SMB_USER_DIR "$d/user"
 	env_set SMB_CRED "$d/user.cred"
+	env_set SMB_MULTI_URI "smb://127.0.0.1:$port/multi"
+	env_set SMB_MULTI_DIR "$d/multi"
+	env_set SMB_CRED2 "$d/user2.cred"
 	env_set SMB_PID "$pid"
 }
 

@@ -13,19 +13,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct smb_loc loc;
+	struct smb_ident id;
 	char *buf, *msg = NULL;
 
 	if (size > SMB_CRED_MAX)
 		return 0; /* the reader refuses larger files before parsing */
-	memset(&loc, 0, sizeof(loc));
+	memset(&id, 0, sizeof(id));
 	buf = g_malloc(size + 1);
 	memcpy(buf, data, size);
-	if (smb_parse_credentials(buf, size, "credentials", &loc, &msg) == 0) {
-		g_free(loc.user);
-		g_free(loc.domain);
-		g_free(loc.password);
-	}
+	if (smb_parse_credentials(buf, size, "credentials", &id, &msg) == 0)
+		smb_ident_clear(&id);
 	g_free(msg);
 	g_free(buf);
 	return 0;

@@ -936,6 +936,47 @@ static void test_error_credentials_owner(void)
 	g_free(path);
 }
 
+/* identity=per-user: credentials-dir required, private to the daemon's user; the referral is
+ * neither cached nor watched, and every location's spec says so. */
+static void test_identity_per_user(void)
+{
+	char *dir = g_build_filename(tmpdir, "creds", NULL);
+	const struct ff_referral *r;
+	struct ff_namespace *ns;
+
+	g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
+	g_assert_cmpint(chmod(dir, 0700), ==, 0);
+	ns = load_ok("[/a]\nlocations=smb://nas/s;smb://nas2/s\nattr-timeout=60\n"
+		     "identity=per-user\ncredentials-dir=@D@/creds\n",
+		     NULL, NULL);
+	r = g_ptr_array_index(ns->referrals, 0);
+	g_assert_true(r->per_user);
+	g_assert_cmpstr(r->credentials_dir, ==, dir);
+	g_assert_cmpfloat(r->attr_timeout, ==, 0);
+	for (guint i = 0; i < r->locations->len; i++) {
+		g_assert_true(loc_at(r, i)->spec.per_user);
+		g_assert_cmpstr(loc_at(r, i)->spec.credentials_dir, ==, dir);
+		g_assert_false(loc_at(r, i)->spec.watch);
+	}
+	ff_namespace_unref(ns);
+	ns = load_ok("[/a]\nlocations=smb://nas/s\nidentity=shared\n", NULL, NULL);
+	g_assert_false(((struct ff_referral *)g_ptr_array_index(ns->referrals, 0))->per_user);
+	ff_namespace_unref(ns);
+
+	expect_load_error("[/a]\nlocations=smb://nas/s\nidentity=per-user\n",
+			  "1: identity=per-user in [/a] needs credentials-dir");
+	expect_load_error("[/a]\nlocations=smb://nas/s\nidentity=each\n",
+			  "3: identity: 'each' is not 'shared' or 'per-user'");
+	expect_load_error("[/a]\nlocations=smb://nas/s\ncredentials-dir=creds\n",
+			  "3: credentials-dir: 'creds' is not an absolute path");
+	g_assert_cmpint(chmod(dir, 0775), ==, 0);
+	expect_load_error("[/a]\nlocations=smb://nas/s\ncredentials-dir=@D@/creds\n",
+			  "3: credentials-dir @D@/creds is writable by its group (mode 0775); "
+			  "chmod 700 it");
+	g_assert_cmpint(rmdir(dir), ==, 0);
+	g_free(dir);
+}
+
 static int check_refuse_smb(const struct ff_location_spec *spec, void *data, char **msg)
 {
 	if (strcmp(spec->scheme, "smb") == 0) {
@@ -1241,6 +1282,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/namespace/error/credentials/owner", test_error_credentials_owner);
 	g_test_add_func("/namespace/error/check-callback", test_error_check);
 	g_test_add_func("/namespace/location/parse", test_location_parse);
+	g_test_add_func("/namespace/identity/per-user", test_identity_per_user);
 	g_test_add_func("/namespace/nsdb/groups", test_nsdb);
 	g_test_add_func("/namespace/nsdb/fsn-location", test_nsdb_fsn_location);
 	g_test_add_func("/namespace/robustness/location", test_fuzz_location);

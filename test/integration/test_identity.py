@@ -1,0 +1,120 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Every user as themself on an SMB referral (identity=per-user): on one allow_other mount, each
+caller's operations reach the server logged on with that caller's own credentials, from the
+referral's credentials-dir; a caller without a file there is refused, root included. The
+share `multi` of the test servers has one/ (fedfusetest's), two/ (fedfusetest2's) and both/.
+What a user may do is what the server lets that user do, in both directions: the kernel's own
+check (default_permissions) refuses nothing the server allows, and what the server refuses
+fails."""
+
+import errno
+import os
+import pwd
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import read_servers_env, run_daemon
+from posix_util import User, as_user
+from util import namespace_text
+
+SHARED = read_servers_env()
+ONE, TWO = "fedfusetest", "fedfusetest2"  # scripts/servers/samba.sh
+
+
+def need(*keys):
+    missing = [k for k in keys if not SHARED.get(k)]
+    if missing:
+        pytest.fail(f"the test servers give no {', '.join(missing)} "
+                    "(run scripts/test-servers start)", pytrace=False)
+
+
+@pytest.fixture
+def per_user(mount_factory, tmp_path):
+    """A mount of the share `multi` with identity=per-user; credentials for ONE and TWO (one
+    by user name, one by uid) and none for nobody. Returns (mount, referral dir, share dir)."""
+    need("SMB_MULTI_URI", "SMB_MULTI_DIR", "SMB_CRED", "SMB_CRED2")
+    creds = tmp_path / "creds"
+    creds.mkdir(mode=0o700)
+    shutil.copyfile(SHARED["SMB_CRED"], creds / ONE)
+    shutil.copyfile(SHARED["SMB_CRED2"], creds / str(pwd.getpwnam(TWO).pw_uid))
+    for f in creds.iterdir():
+        os.chmod(f, 0o600)
+    m = mount_factory(ns_text=namespace_text([("/m", [SHARED["SMB_MULTI_URI"]],
+                                               {"identity": "per-user",
+                                                "credentials-dir": str(creds)})])).start()
+    # a caller without credentials is refused, and the log says why
+    m.expect_log(r"no credentials for uid \d+")
+    d = SHARED["SMB_MULTI_DIR"]
+    for sub in ("one", "two", "both"):
+        for name in os.listdir(os.path.join(d, sub)):
+            p = os.path.join(d, sub, name)
+            shutil.rmtree(p) if os.path.isdir(p) else os.unlink(p)
+    return m, os.path.join(m.mnt, "m"), d
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+    return True
+
+
+def test_each_user_acts_as_themself(per_user):
+    m, r, d = per_user
+    one, two = User(ONE), User(TWO)
+    # each may write where the server lets them, and the file is theirs on the server
+    assert as_user(one, write, "m/one/a", b"by one", cwd=m.mnt)
+    assert as_user(two, write, "m/two/b", b"by two", cwd=m.mnt)
+    assert pwd.getpwuid(os.stat(os.path.join(d, "one", "a")).st_uid).pw_name == ONE
+    assert pwd.getpwuid(os.stat(os.path.join(d, "two", "b")).st_uid).pw_name == TWO
+    # and not where the server does not: the kernel's check let it through, the server said no
+    for user, path in ((one, "m/two/x"), (two, "m/one/y")):
+        with pytest.raises(OSError) as e:
+            as_user(user, write, path, b"no", cwd=m.mnt)
+        assert e.value.errno == errno.EACCES, (user.name, path)
+    assert sorted(os.listdir(os.path.join(d, "one"))) == ["a"]
+    assert sorted(os.listdir(os.path.join(d, "two"))) == ["b"]
+    # both may write in both/, each as themself
+    assert as_user(one, write, "m/both/from-one", b"1", cwd=m.mnt)
+    assert as_user(two, write, "m/both/from-two", b"2", cwd=m.mnt)
+    owners = {n: pwd.getpwuid(os.stat(os.path.join(d, "both", n)).st_uid).pw_name
+              for n in os.listdir(os.path.join(d, "both"))}
+    assert owners == {"from-one": ONE, "from-two": TWO}
+    # the server sees one session per user
+    out = subprocess.run(["smbstatus", "-b", "-s", os.path.join(
+        os.path.dirname(SHARED["SMB_CRED"]), "smb.conf")], capture_output=True, text=True,
+        timeout=30)
+    assert ONE in out.stdout and TWO in out.stdout, out.stdout + out.stderr
+
+
+def test_caller_without_credentials_refused(per_user):
+    m, r, d = per_user
+    nobody = User("nobody")
+    for call in (lambda: os.listdir("m"), lambda: os.stat("m/both"),
+                 lambda: write("m/both/z", b"z")):
+        with pytest.raises(OSError) as e:
+            as_user(nobody, call, cwd=m.mnt)
+        assert e.value.errno == errno.EACCES
+    # root is a caller like any other: no file for it, no access
+    with pytest.raises(OSError) as e:
+        os.listdir(os.path.join(r, "both"))
+    assert e.value.errno == errno.EACCES
+    assert os.listdir(os.path.join(d, "both")) == []
+
+
+def test_per_user_needs_credentials_dir(mount_factory, tmp_path):
+    """identity=per-user without credentials-dir, or with a directory others may write, is
+    refused when the namespace is loaded, with the file and line."""
+    need("SMB_MULTI_URI")
+    loose = tmp_path / "loose"
+    loose.mkdir(mode=0o777)
+    os.chmod(loose, 0o777)
+    for keys, want in (({"identity": "per-user"}, "needs credentials-dir"),
+                       ({"identity": "per-user", "credentials-dir": str(loose)},
+                        "writable by others"),
+                       ({"identity": "every-user"}, "is not 'shared' or 'per-user'")):
+        ns = tmp_path / "ns.conf"
+        ns.write_text(namespace_text([("/m", [SHARED["SMB_MULTI_URI"]], keys)]))
+        p = run_daemon(["--check", str(ns)])
+        assert p.returncode != 0 and want in p.stderr and "ns.conf:" in p.stderr, p.stderr
