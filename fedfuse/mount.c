@@ -335,8 +335,13 @@ struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 
 	/* A junction's locations say nothing of time: operations through one may take what
 	 * the referral (or junction) holding it allows, not the built-in default. */
-	if (parent)
+	if (parent) {
 		spec.timeout = parent->loc.spec.timeout;
+		/* and through a junction of an identity=per-user referral, each user still acts
+		 * as themself (as a DFS client follows a referral with the user's credentials) */
+		spec.per_user = parent->loc.spec.per_user;
+		spec.credentials_dir = parent->loc.spec.credentials_dir;
+	}
 	key = mount_key(ns_path, &spec, attr_timeout);
 
 	g_mutex_lock(&mounts->lock);
@@ -363,6 +368,11 @@ struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 	m->metrics = parent ? parent->metrics : ff_metrics_new();
 	location_copy(&m->loc, loc);
 	m->loc.spec.timeout = spec.timeout;
+	m->loc.spec.per_user = spec.per_user;
+	if (spec.credentials_dir != loc->spec.credentials_dir) {
+		g_free((char *)m->loc.spec.credentials_dir);
+		m->loc.spec.credentials_dir = g_strdup(spec.credentials_dir);
+	}
 	m->loc.spec.attr_timeout = attr_timeout;
 	g_mutex_init(&m->lock);
 	g_cond_init(&m->connected);
