@@ -257,11 +257,19 @@ static int watch_once(struct smb_watch *w, bool *worked)
 	return rc;
 }
 
+/* The server refused the watch itself (it does not offer change notification, or not to this
+ * account), as opposed to failing, or going away, under it. */
+static bool watch_refused(int rc)
+{
+	return rc == -ENOSYS || rc == -EOPNOTSUPP || rc == -EACCES || rc == -EPERM || rc == -EINVAL;
+}
+
 static gpointer watch_thread(gpointer data)
 {
 	struct smb_watch *w = data;
 	gint64 wait = WATCH_RETRY_MIN_US;
-	int told = 0; /* the last failure the log was told of */
+	bool ever = false; /* a watch was set up once */
+	int told = 0;	   /* the last failure the log was told of */
 
 	while (!watch_stopping(w)) {
 		bool worked = false;
@@ -273,21 +281,24 @@ static gpointer watch_thread(gpointer data)
 		if (worked) { /* a new spell */
 			wait = WATCH_RETRY_MIN_US;
 			told = 0;
+			ever = true;
 		}
 		/* The watch ended without being asked to: changes from now until it is set up
 		 * again go unseen, and are made up for then. */
 		g_atomic_int_set(&w->missed, 1);
 		if (rc == WATCH_OVERFLOW) /* nothing wrong: at once */
 			continue;
-		if (rc != told && (smb_err_is_disconnect(rc) || rc == -ETIMEDOUT ||
-				   rc == -EHOSTUNREACH || rc == -ECONNREFUSED))
-			/* the server went away: the location's own operations tell of that */
+		if (rc != told && (ever || !watch_refused(rc)))
+			/* The connection or the server failed under it (a stopped or restarted
+			 * server fails the outstanding notify with EIO as well), which the
+			 * location's own operations report. */
 			g_message("%s: change notification ended (%s); set up again when the "
-				  "server is back",
-				  w->loc->display, g_strerror(-rc));
+				  "server answers",
+				  w->loc->display, rc ? g_strerror(-rc) : "by the server");
 		else if (rc != told)
-			g_warning("%s: change notification ended (%s); tried again every %d s, "
-				  "meanwhile changes by others show after attr-timeout",
+			/* It never worked, and the server said no: it may not offer it at all. */
+			g_warning("%s: change notification could not be set up (%s); tried again "
+				  "every %d s, meanwhile changes by others show after attr-timeout",
 				  w->loc->display, rc ? g_strerror(-rc) : "by the server",
 				  (int)(WATCH_RETRY_MAX_US / G_USEC_PER_SEC));
 		told = rc;
