@@ -41,7 +41,7 @@
 #include <fcntl.h>
 
 #define FF_BACKEND_ABI_MAJOR 4 /* incompatible changes bump this; the core refuses others */
-#define FF_BACKEND_ABI_MINOR 4 /* compatible additions (new ops at the end) bump this */
+#define FF_BACKEND_ABI_MINOR 5 /* compatible additions (new ops at the end) bump this */
 #define FF_BACKEND_SYMBOL "fedfuse_backend"
 
 /* An object (file, directory, symlink, ...) inside a location, as the backend represents it.
@@ -86,6 +86,11 @@ struct ff_location_spec {
 	 * file) ignore it. */
 	bool per_user;
 	const char *credentials_dir;
+	/* identity=per-user (ABI minor 5): a caller's own credentials file, at this path below
+	 * their home directory (relative, no ".."), owned by them and private; read without
+	 * following a symlink when credentials_dir has no file of theirs. Either may be NULL, not
+	 * both. */
+	const char *user_credentials;
 };
 
 /* The caller of an operation, from the FUSE request. */
@@ -343,6 +348,35 @@ struct ff_backend_ops {
 	 * name, or the scheme's default; 0 when the location has no server (the default when
 	 * left out). Without I/O. On a malformed location -EINVAL with *msg as for check(). */
 	int (*server_port)(const struct ff_location_spec *spec, char **msg);
+
+	/* ---- locks kept by the server (ABI minor 5) ------------------------------------------- */
+
+	/* Optional: a byte-range lock kept by the location's server, so that it excludes other
+	 * machines' programs too. `how` (enum ff_lock_how) says what:
+	 *  - FF_LOCK_PROBE (fh, fl NULL): 0 when this location's locks go to its server,
+	 *    -EOPNOTSUPP when they cannot (the core then keeps them for this machine alone);
+	 *  - FF_LOCK_SET: fl->l_type F_RDLCK or F_WRLCK takes [l_start, l_start + l_len) (l_len 0:
+	 *    to the end, however far the file grows), F_UNLCK releases it, POSIX-style (ranges of
+	 *    one owner merge and split). Never waits: -EAGAIN when another owner holds a
+	 *    conflicting lock;
+	 *  - FF_LOCK_TEST (F_GETLK): *fl becomes a lock of another owner that conflicts (l_pid 0:
+	 *    another machine's), or l_type F_UNLCK.
+	 * FF_LOCK_FLOCK may be or'ed in: `owner` is an open file's flock(), a whole-file lock
+	 * (the server has no other kind, so it conflicts with record locks there, as on the
+	 * kernel's NFS client). `owner` is the core's lock owner, `fh` the open file the request
+	 * came through, whose access mode allows the lock's type. The core asks its own table
+	 * first (this machine's processes), calls this for one file at a time, releases an owner's
+	 * ranges when its process closes the file; release() of a handle drops whatever its
+	 * owners still hold. Blocks at most spec->timeout. */
+	int (*server_lock)(void *loc, ff_fh *fh, uint64_t owner, unsigned int how,
+			   struct flock *fl);
+};
+
+enum ff_lock_how {
+	FF_LOCK_PROBE = 0,
+	FF_LOCK_SET = 1,
+	FF_LOCK_TEST = 2,
+	FF_LOCK_FLOCK = 1u << 4,
 };
 
 /* Errors that mean "the location cannot be reached", not "this request failed": the core marks

@@ -306,7 +306,7 @@ void ff_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct ff_file *f = ff_file_of(fi);
 	int rc = 0;
 	/* close(2): the closing process's record locks on the file are gone (POSIX) */
-	ff_locks_owner_closed(ff_req_state(req)->locks, ino, fi->lock_owner);
+	ff_locks_owner_closed(ff_req_state(req)->locks, f, fi->lock_owner);
 
 	if (f->mnt)
 		rc = ff_gw_flush(f->mnt, f->fh);
@@ -331,7 +331,7 @@ void ff_file_release(struct ff_state *s, struct ff_file *f)
 	int rc;
 
 	ff_handle_untrack(s, f);
-	ff_locks_file_closed(s->locks, f->inode->ino, &f->flock_fd);
+	ff_locks_file_closed(s->locks, f);
 	if (!f->mnt)
 		goto out_free;
 	ff_cred_self(&h);
@@ -387,7 +387,7 @@ void ff_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct 
 {
 	struct ff_file *f = ff_file_of(fi);
 
-	ff_locks_getlk(ff_req_state(req)->locks, req, f->inode, f->mnt, fi->lock_owner, lock);
+	ff_locks_getlk(ff_req_state(req)->locks, req, f, fi->lock_owner, lock);
 }
 
 void ff_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
@@ -395,15 +395,14 @@ void ff_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct 
 {
 	struct ff_file *f = ff_file_of(fi);
 
-	ff_locks_setlk(ff_req_state(req)->locks, req, f->inode, f->mnt, fi->lock_owner, lock,
-		       sleep);
+	ff_locks_setlk(ff_req_state(req)->locks, req, f, fi->lock_owner, lock, sleep);
 }
 
 void ff_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
 {
 	struct ff_file *f = ff_file_of(fi);
 
-	ff_locks_flock(ff_req_state(req)->locks, req, f->inode, f->mnt, &f->flock_fd, op);
+	ff_locks_flock(ff_req_state(req)->locks, req, f, op);
 }
 
 static void do_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,

@@ -15,8 +15,9 @@ struct ff_file {
 	struct ff_mount *mnt;
 	struct ff_inode *inode;
 	ff_fh *fh;
-	int fd;	      /* kernel descriptor for splicing, or -1 */
-	int flock_fd; /* the description its flock()s are taken on, or -1 (lock.h) */
+	int fd;		/* kernel descriptor for splicing, or -1 */
+	int flock_fd;	/* the description its flock()s are taken on, or -1 (lock.h) */
+	int flock_held; /* LOCK_SH, LOCK_EX or 0: what that holds, where the server keeps it too */
 	bool wrote;
 	bool flushed; /* FLUSH came (close(2)) and nothing since: RELEASE is on its way */
 	char *text;

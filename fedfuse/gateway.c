@@ -134,6 +134,12 @@ static int default_lock_fd(void *loc, ff_node *node)
 	return -EOPNOTSUPP;
 }
 
+static int default_server_lock(void *loc, ff_fh *fh, uint64_t owner, unsigned int how,
+			       struct flock *fl)
+{
+	return -EOPNOTSUPP;
+}
+
 static int default_fsyncdir(void *loc, ff_dh *dh, int datasync)
 {
 	return -ENOSYS;
@@ -200,6 +206,8 @@ static size_t ops_size(unsigned int minor)
 		return offsetof(struct ff_backend_ops, attach);
 	if (minor < 3)
 		return offsetof(struct ff_backend_ops, server_port);
+	if (minor < 5)
+		return offsetof(struct ff_backend_ops, server_lock);
 	return sizeof(struct ff_backend_ops);
 }
 
@@ -282,6 +290,8 @@ const struct ff_backend_ops *ff_gw_complete_ops(const struct ff_backend_ops *ops
 		o->removexattr = default_removexattr;
 	if (!o->server_port)
 		o->server_port = default_server_port;
+	if (!o->server_lock)
+		o->server_lock = default_server_lock;
 	return o;
 }
 
@@ -615,6 +625,24 @@ int ff_gw_lock_fd(struct ff_mount *m, ff_node *node)
 	if (rc == 0)
 		rc = m->be->ops->lock_fd(m->ctx, node);
 	return account(m, FF_OP_OTHER, rc, start);
+}
+
+bool ff_gw_server_locks(struct ff_mount *m, void *ctx)
+{
+	return m->be->ops->server_lock(ctx, NULL, 0, FF_LOCK_PROBE, NULL) == 0;
+}
+
+int ff_gw_server_lock(struct ff_mount *m, ff_fh *fh, uint64_t owner, unsigned int how,
+		      struct flock *fl)
+{
+	gint64 start = g_get_monotonic_time();
+	int rc = handle_usable(m);
+
+	if (rc == 0)
+		rc = m->be->ops->server_lock(m->ctx, fh, owner, how, fl);
+	/* a lock another holds is an answer, not a failure of the location */
+	account(m, FF_OP_OTHER, rc == -EAGAIN ? 0 : rc, start);
+	return rc;
 }
 
 int ff_gw_opendir(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, ff_dh **dh)

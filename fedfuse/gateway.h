@@ -92,6 +92,10 @@ int ff_gw_lock_fd(struct ff_mount *m, ff_node *node); /* EOPNOTSUPP */
 /* Whether the backend keeps locks on its own files (lock_fd): else they hold among the
  * processes using this mount only (lock.c's private file per inode). */
 bool ff_gw_has_lock_fd(const struct ff_backend *be);
+/* Whether the location of a new context `ctx` keeps locks on its server (server_lock). */
+bool ff_gw_server_locks(struct ff_mount *m, void *ctx);
+int ff_gw_server_lock(struct ff_mount *m, ff_fh *fh, uint64_t owner, unsigned int how,
+		      struct flock *fl); /* EOPNOTSUPP */
 
 /* ---- directories -------------------------------------------------------------------------- */
 int ff_gw_opendir(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, ff_dh **dh);

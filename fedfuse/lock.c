@@ -5,6 +5,10 @@
  * Locking: one mutex guards the owner table, the memfd anchors and the wait queue; only
  * non-blocking calls (F_OFD_SETLK, flock with LOCK_NB) are made under it. Replies to queued
  * requests are sent without it, after the request's interrupt callback is unhooked.
+ *
+ * A file whose server keeps locks too (ff_mount.server_locks) is claimed by one request at a
+ * time (the `busy` set): the request checks this machine's table, asks the server with the
+ * mutex released, and changes the table only when the server agreed, so that both say the same.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -15,10 +19,16 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fedfuse/file.h"
 #include "fedfuse/gateway.h"
 #include "fedfuse/lock.h"
+#include "fedfuse/log.h"
 
 #define RETRY_USEC 10000 /* how often waiting requests are retried without a wake-up */
+/* How often a request the server refused is asked again: from the first to the longest wait,
+ * doubling (the server tells nobody when a lock is free; NFSv4.0 has no such callback). */
+#define SERVER_RETRY_FIRST_USEC 50000
+#define SERVER_RETRY_MAX_USEC 1000000
 #define PROC_FD_LEN 32
 #define OFF_MAX INT64_MAX /* off_t is 64 bits (_FILE_OFFSET_BITS=64) */
 
@@ -40,6 +50,7 @@ struct lock_owner {
 	int fd;
 	pid_t pid;	/* of the process that locked last */
 	GArray *ranges; /* struct range, disjoint */
+	bool on_server; /* the server may hold some of them */
 };
 
 /* An anonymous file whose descriptions carry the locks of an inode no backend can open here. */
@@ -61,6 +72,12 @@ struct waiter {
 	struct flock fl; /* WAIT_POSIX */
 	int op;		 /* WAIT_FLOCK: LOCK_SH or LOCK_EX */
 	int rc;
+	/* A file whose server keeps its locks too: the open file the request came through (its
+	 * handle and mount), else NULL. */
+	struct ff_file *file;
+	bool server_refused; /* the last attempt's -EAGAIN was the server's */
+	gint64 retry_at;     /* then, when to ask it again (monotonic µs), and the wait after */
+	gint64 backoff;
 };
 
 struct ff_locks {
@@ -73,6 +90,8 @@ struct ff_locks {
 	GHashTable *anchors;
 	gint nowners; /* owners' size, read without the mutex on every close */
 	GQueue waiters;
+	GHashTable *busy; /* inos (uint64_t *) claimed by a request that goes to the server */
+	GCond idle;	  /* one was unclaimed */
 	GThread *thread;
 	bool stopping;
 };
@@ -276,6 +295,114 @@ static int try_lock(struct ff_locks *l, struct waiter *w)
 	return 0;
 }
 
+/* ---- locks the server keeps too -------------------------------------------------------------- */
+
+static bool on_server(const struct ff_file *f)
+{
+	return f->mnt && f->mnt->server_locks && S_ISREG(f->inode->type);
+}
+
+/* Claim the file of a request that goes to the server, waiting for the request that has it.
+ * Mutex held. */
+static void claim(struct ff_locks *l, const struct ff_file *f)
+{
+	while (g_hash_table_contains(l->busy, &f->inode->ino))
+		g_cond_wait(&l->idle, &l->lock);
+	g_hash_table_add(l->busy, g_memdup2(&f->inode->ino, sizeof(f->inode->ino)));
+}
+
+static void unclaim(struct ff_locks *l, const struct ff_file *f)
+{
+	g_hash_table_remove(l->busy, &f->inode->ino);
+	g_cond_broadcast(&l->idle);
+}
+
+/* Ask the server about `fl` for the request's owner; the mutex is released meanwhile. */
+static int server_call(struct ff_locks *l, struct ff_file *f, uint64_t owner, unsigned int how,
+		       struct flock *fl)
+{
+	int rc;
+
+	g_mutex_unlock(&l->lock);
+	rc = ff_gw_server_lock(f->mnt, f->fh, owner, how, fl);
+	g_mutex_lock(&l->lock);
+	return rc;
+}
+
+/* try_lock() of a request on a file the server keeps locks of: a lock is granted by this
+ * machine's table (asked first: its conflicts need no round trip), then by the server, and only
+ * then entered in the table; an unlock leaves the table first. The file is claimed. */
+static int try_lock_server(struct ff_locks *l, struct waiter *w)
+{
+	bool flocks = w->kind == WAIT_FLOCK;
+	uint64_t owner = flocks ? (uint64_t)(uintptr_t)w->file : w->key.owner;
+	unsigned int how = FF_LOCK_SET | (flocks ? FF_LOCK_FLOCK : 0);
+	struct flock fl = w->fl;
+	int held, rc;
+
+	w->server_refused = false;
+	if (flocks) {
+		fl = (struct flock){ .l_type = w->op == LOCK_SH	  ? F_RDLCK
+					       : w->op == LOCK_EX ? F_WRLCK
+								  : F_UNLCK,
+				     .l_whence = SEEK_SET };
+	}
+	if (fl.l_type == F_UNLCK) {
+		rc = try_lock(l, w);
+		if (rc == 0)
+			rc = server_call(l, w->file, owner, how, &fl);
+		if (rc == 0 && flocks)
+			w->file->flock_held = 0;
+		return rc;
+	}
+	if (!flocks) {
+		struct lock_owner *lo;
+
+		if (fcntl(w->fd, F_OFD_GETLK, &fl) < 0)
+			return errno == EACCES ? -EAGAIN : -errno;
+		if (fl.l_type != F_UNLCK)
+			return -EAGAIN;
+		fl = w->fl;
+		rc = server_call(l, w->file, owner, how, &fl);
+		w->server_refused = rc == -EAGAIN;
+		lo = g_hash_table_lookup(l->owners, &w->key);
+		if (lo)
+			lo->on_server = true;
+		return rc ?: try_lock(l, w);
+	}
+	/* flock() cannot be asked without taking it: take it here, and give it back (to what the
+	 * description held before) when the server refuses */
+	held = w->file->flock_held;
+	rc = try_lock(l, w);
+	if (rc == -EAGAIN && held) {
+		/* Linux drops the lock a conversion replaces before it tries the new one: gone
+		 * here, so on the server too */
+		struct flock none = { .l_type = F_UNLCK, .l_whence = SEEK_SET };
+
+		w->file->flock_held = 0;
+		server_call(l, w->file, owner, how, &none);
+		wake_locked(l);
+	}
+	if (rc)
+		return rc;
+	rc = server_call(l, w->file, owner, how, &fl);
+	if (rc == 0) {
+		w->file->flock_held = w->op;
+		return 0;
+	}
+	w->server_refused = rc == -EAGAIN;
+	if (flock(w->fd, held ? held | LOCK_NB : LOCK_UN) < 0 || !held)
+		wake_locked(l);
+	return rc;
+}
+
+/* One attempt of a request, whose file is claimed when the server keeps its locks. Mutex
+ * held. */
+static int attempt(struct ff_locks *l, struct waiter *w)
+{
+	return w->file ? try_lock_server(l, w) : try_lock(l, w);
+}
+
 /* Answer a request that left the queue; without the mutex. */
 static void waiter_finish(struct waiter *w)
 {
@@ -296,18 +423,56 @@ static void on_interrupt(fuse_req_t req, void *data)
 	g_mutex_unlock(&l->lock);
 }
 
+/* A queued request on a file the server keeps locks of, whose turn has come: tried with its
+ * file claimed, out of the queue (the mutex is released meanwhile). Returns true when it is
+ * answered (then it is on *done), false when it waits again. */
+static bool retry_server(struct ff_locks *l, struct waiter *w, GSList **done)
+{
+	claim(l, w->file);
+	w->rc = try_lock_server(l, w);
+	unclaim(l, w->file);
+	if (w->rc != -EAGAIN || w->cancelled) {
+		if (w->rc == -EAGAIN)
+			w->rc = -EINTR;
+		*done = g_slist_prepend(*done, w);
+		return true;
+	}
+	if (w->server_refused) {
+		w->retry_at = g_get_monotonic_time() + w->backoff;
+		w->backoff = MIN(w->backoff * 2, SERVER_RETRY_MAX_USEC);
+	} else {
+		/* this machine's owner holds it: its unlock wakes the queue */
+		w->retry_at = g_get_monotonic_time() + RETRY_USEC;
+	}
+	g_queue_push_tail(&l->waiters, w);
+	return false;
+}
+
 static gpointer wait_thread(gpointer data)
 {
 	struct ff_locks *l = data;
 
 	g_mutex_lock(&l->lock);
 	while (!l->stopping) {
+		gint64 now = g_get_monotonic_time();
+		bool changed = false;
 		GSList *done = NULL;
 
 		for (GList *it = l->waiters.head; it;) {
 			struct waiter *w = it->data;
 			GList *next = it->next;
 
+			if (w->file && !w->cancelled) {
+				if (now < w->retry_at ||
+				    g_hash_table_contains(l->busy, &w->file->inode->ino)) {
+					it = next;
+					continue;
+				}
+				g_queue_delete_link(&l->waiters, it);
+				retry_server(l, w, &done);
+				changed = true; /* the queue may have changed meanwhile */
+				break;
+			}
 			w->rc = w->cancelled ? -EINTR : try_lock(l, w);
 			if (w->rc != -EAGAIN) {
 				g_queue_delete_link(&l->waiters, it);
@@ -315,6 +480,8 @@ static gpointer wait_thread(gpointer data)
 			}
 			it = next;
 		}
+		if (changed && !done)
+			continue;
 		if (done) {
 			g_mutex_unlock(&l->lock);
 			g_slist_free_full(done, (GDestroyNotify)waiter_finish);
@@ -341,6 +508,8 @@ static void enqueue(struct ff_locks *l, fuse_req_t req, struct waiter *proto, in
 	w->req = req;
 	w->cancelled = false;
 	w->fd = fd;
+	w->backoff = SERVER_RETRY_FIRST_USEC;
+	w->retry_at = w->server_refused ? g_get_monotonic_time() + w->backoff : 0;
 	/* Hooked before it is queued: an interrupt that came already marks it at once. */
 	fuse_req_interrupt_func(req, on_interrupt, w);
 	g_mutex_lock(&l->lock);
@@ -377,6 +546,8 @@ struct ff_locks *ff_locks_new(void)
 	l->owners = g_hash_table_new(key_hash, key_equal);
 	l->anchors = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, anchor_free);
 	g_queue_init(&l->waiters);
+	l->busy = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+	g_cond_init(&l->idle);
 	l->thread = g_thread_new("locks", wait_thread, l);
 	return l;
 }
@@ -414,13 +585,15 @@ void ff_locks_free(struct ff_locks *l)
 	}
 	g_hash_table_destroy(l->owners);
 	g_hash_table_destroy(l->anchors);
+	g_hash_table_destroy(l->busy);
+	g_cond_clear(&l->idle);
 	g_cond_clear(&l->cond);
 	g_mutex_clear(&l->lock);
 	g_free(l);
 }
 
-void ff_locks_getlk(struct ff_locks *l, fuse_req_t req, struct ff_inode *inode,
-		    struct ff_mount *mnt, uint64_t owner, struct flock *lock)
+void ff_locks_getlk(struct ff_locks *l, fuse_req_t req, struct ff_file *f, uint64_t owner,
+		    struct flock *lock)
 {
 	struct lock_owner *lo;
 	struct flock fl = *lock;
@@ -428,96 +601,130 @@ void ff_locks_getlk(struct ff_locks *l, fuse_req_t req, struct ff_inode *inode,
 
 	fl.l_pid = 0;
 	g_mutex_lock(&l->lock);
-	rc = owner_get(l, inode, mnt, owner, &lo);
+	rc = owner_get(l, f->inode, f->mnt, owner, &lo);
 	if (rc == 0 && fcntl(lo->fd, F_OFD_GETLK, &fl) < 0)
 		rc = -errno;
 	/* -1: an open file description lock, ours or another program's; ours have owners */
 	if (rc == 0 && fl.l_type != F_UNLCK && fl.l_pid == -1)
 		fl.l_pid = holder(l, &lo->key, &fl);
 	g_mutex_unlock(&l->lock);
+	if (rc == 0 && fl.l_type == F_UNLCK && on_server(f)) {
+		/* none here: another machine's, perhaps */
+		fl = *lock;
+		fl.l_pid = 0;
+		rc = ff_gw_server_lock(f->mnt, f->fh, owner, FF_LOCK_TEST, &fl);
+	}
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
 		fuse_reply_lock(req, &fl);
 }
 
-void ff_locks_setlk(struct ff_locks *l, fuse_req_t req, struct ff_inode *inode,
-		    struct ff_mount *mnt, uint64_t owner, const struct flock *lock, bool sleep)
+/* Answer a first attempt (see answer_or_wait()), the file given back first if claimed. */
+static void answer_claimed(struct ff_locks *l, fuse_req_t req, struct waiter *w, int rc, bool wait)
+{
+	if (w->file)
+		unclaim(l, w->file);
+	answer_or_wait(l, req, w, rc, wait);
+}
+
+void ff_locks_setlk(struct ff_locks *l, fuse_req_t req, struct ff_file *f, uint64_t owner,
+		    const struct flock *lock, bool sleep)
 {
 	/* the kernel names the locking process (its tgid) in the lock; the request has a thread */
 	struct waiter proto = { .kind = WAIT_POSIX,
 				.pid = lock->l_pid > 0 ? lock->l_pid : fuse_req_ctx(req)->pid,
-				.fl = *lock };
+				.fl = *lock,
+				.file = on_server(f) ? f : NULL };
 	struct lock_owner *lo;
 	int rc;
 
 	proto.fl.l_pid = 0;
-	proto.key = (struct owner_key){ inode->ino, owner };
+	proto.key = (struct owner_key){ f->inode->ino, owner };
 	g_mutex_lock(&l->lock);
+	if (proto.file)
+		claim(l, f);
 	if (proto.fl.l_type == F_UNLCK && !g_hash_table_lookup(l->owners, &proto.key)) {
-		g_mutex_unlock(&l->lock); /* holds nothing here: nothing to unlock */
-		fuse_reply_err(req, 0);
+		answer_claimed(l, req, &proto, 0, false); /* holds nothing: nothing to unlock */
 		return;
 	}
-	rc = owner_get(l, inode, mnt, owner, &lo);
+	rc = owner_get(l, f->inode, f->mnt, owner, &lo);
 	if (rc == 0) {
 		proto.fd = lo->fd;
-		rc = try_lock(l, &proto);
+		rc = attempt(l, &proto);
 	}
-	answer_or_wait(l, req, &proto, rc, sleep);
+	answer_claimed(l, req, &proto, rc, sleep);
 }
 
-void ff_locks_flock(struct ff_locks *l, fuse_req_t req, struct ff_inode *inode,
-		    struct ff_mount *mnt, int *fd, int op)
+void ff_locks_flock(struct ff_locks *l, fuse_req_t req, struct ff_file *f, int op)
 {
-	struct waiter proto = { .kind = WAIT_FLOCK, .op = op & ~LOCK_NB };
+	struct waiter proto = { .kind = WAIT_FLOCK,
+				.op = op & ~LOCK_NB,
+				.file = on_server(f) ? f : NULL };
 	int rc = 0;
 
 	g_mutex_lock(&l->lock);
-	if (*fd < 0 && proto.op == LOCK_UN) {
-		g_mutex_unlock(&l->lock); /* never locked: nothing to unlock */
-		fuse_reply_err(req, 0);
+	if (proto.file)
+		claim(l, f);
+	if (f->flock_fd < 0 && proto.op == LOCK_UN) {
+		answer_claimed(l, req, &proto, 0, false); /* never locked: nothing to unlock */
 		return;
 	}
-	if (*fd < 0) {
-		rc = open_description(l, inode, mnt);
+	if (f->flock_fd < 0) {
+		rc = open_description(l, f->inode, f->mnt);
 		if (rc >= 0) {
-			*fd = rc;
+			f->flock_fd = rc;
 			rc = 0;
 		}
 	}
 	if (rc == 0) {
-		proto.fd = *fd;
-		rc = try_lock(l, &proto);
+		proto.fd = f->flock_fd;
+		rc = attempt(l, &proto);
 	}
-	answer_or_wait(l, req, &proto, rc, !(op & LOCK_NB));
+	answer_claimed(l, req, &proto, rc, !(op & LOCK_NB));
 }
 
-void ff_locks_owner_closed(struct ff_locks *l, uint64_t ino, uint64_t owner)
+void ff_locks_owner_closed(struct ff_locks *l, struct ff_file *f, uint64_t owner)
 {
-	struct owner_key key = { ino, owner };
+	struct owner_key key = { f->inode->ino, owner };
+	bool server = on_server(f);
 	struct lock_owner *lo;
 
 	if (g_atomic_int_get(&l->nowners) == 0)
 		return; /* nobody has locked anything: every close comes here */
 	g_mutex_lock(&l->lock);
+	if (server)
+		claim(l, f);
 	lo = g_hash_table_lookup(l->owners, &key);
 	if (lo) {
+		struct flock all = { .l_type = F_UNLCK, .l_whence = SEEK_SET };
+		int rc = 0;
+
+		server = server && lo->on_server;
 		g_hash_table_remove(l->owners, lo);
 		g_atomic_int_set(&l->nowners, g_hash_table_size(l->owners));
 		owner_free(l, lo);
 		wake_locked(l);
+		if (server)
+			rc = server_call(l, f, owner, FF_LOCK_SET, &all);
+		if (rc < 0)
+			ff_log_once(LOG_WARNING, f->mnt->loc.spec.uri, 60,
+				    "releasing the locks of a closed file on %s failed: %s",
+				    f->mnt->loc.spec.uri, g_strerror(-rc));
 	}
+	if (on_server(f))
+		unclaim(l, f);
 	g_mutex_unlock(&l->lock);
 }
 
-void ff_locks_file_closed(struct ff_locks *l, uint64_t ino, int *fd)
+void ff_locks_file_closed(struct ff_locks *l, struct ff_file *f)
 {
-	if (*fd < 0)
+	/* a flock() the server holds goes with the handle's release() */
+	if (f->flock_fd < 0)
 		return;
 	g_mutex_lock(&l->lock);
-	close_description(l, ino, *fd);
-	*fd = -1;
+	close_description(l, f->inode->ino, f->flock_fd);
+	f->flock_fd = -1;
 	wake_locked(l);
 	g_mutex_unlock(&l->lock);
 }

@@ -10,6 +10,10 @@
  * programs that lock the backing file directly. Elsewhere they are of an anonymous memory file
  * per inode (memfd), which makes a lock table shared by the processes of this machine.
  *
+ * Where the location's server keeps locks (NFSv4: ff_mount.server_locks), a lock is taken there
+ * too, after this machine's table allows it, so that it excludes other machines; a request the
+ * server refuses waits in the queue and asks again, ever less often up to once a second.
+ *
  * A blocking request does not hold a worker thread: it waits in a queue that one thread retries,
  * woken by every unlock made through the mount and every few milliseconds for the others; an
  * interrupted request (Ctrl-C, a killed process) leaves the queue with EINTR.
@@ -25,6 +29,8 @@
 #include "fedfuse/inode.h"
 #include "fedfuse/mount.h"
 
+struct ff_file;
+
 struct ff_locks;
 
 /* Starts the thread that retries waiting requests. */
@@ -35,21 +41,21 @@ void ff_locks_stop(struct ff_locks *locks);
 /* Drops every lock. */
 void ff_locks_free(struct ff_locks *locks);
 
-/* F_GETLK, F_SETLK, F_SETLKW for `owner` on `inode` (of mount `mnt`, NULL for namespace-only
- * inodes). Each replies to `req`, setlk with sleep perhaps later. */
-void ff_locks_getlk(struct ff_locks *locks, fuse_req_t req, struct ff_inode *inode,
-		    struct ff_mount *mnt, uint64_t owner, struct flock *lock);
-void ff_locks_setlk(struct ff_locks *locks, fuse_req_t req, struct ff_inode *inode,
-		    struct ff_mount *mnt, uint64_t owner, const struct flock *lock, bool sleep);
+/* F_GETLK, F_SETLK, F_SETLKW for `owner` on the open file `f` (its inode: of mount f->mnt,
+ * NULL for namespace-only inodes). Each replies to `req`, setlk with sleep perhaps later. */
+void ff_locks_getlk(struct ff_locks *locks, fuse_req_t req, struct ff_file *f, uint64_t owner,
+		    struct flock *lock);
+void ff_locks_setlk(struct ff_locks *locks, fuse_req_t req, struct ff_file *f, uint64_t owner,
+		    const struct flock *lock, bool sleep);
 
-/* flock(2) `op` (LOCK_SH, LOCK_EX, LOCK_UN, maybe | LOCK_NB) on an open file whose flock
- * descriptor is *fd (-1 until its first flock). */
-void ff_locks_flock(struct ff_locks *locks, fuse_req_t req, struct ff_inode *inode,
-		    struct ff_mount *mnt, int *fd, int op);
+/* flock(2) `op` (LOCK_SH, LOCK_EX, LOCK_UN, maybe | LOCK_NB) on the open file `f`, whose
+ * flock descriptor is f->flock_fd (-1 until its first flock). */
+void ff_locks_flock(struct ff_locks *locks, fuse_req_t req, struct ff_file *f, int op);
 
-/* A descriptor of the file was closed by `owner`: its record locks on the inode are gone. */
-void ff_locks_owner_closed(struct ff_locks *locks, uint64_t ino, uint64_t owner);
-/* The open file's last close: its flock goes with its descriptor. */
-void ff_locks_file_closed(struct ff_locks *locks, uint64_t ino, int *fd);
+/* A descriptor of `f` was closed by `owner`: its record locks on the inode are gone. */
+void ff_locks_owner_closed(struct ff_locks *locks, struct ff_file *f, uint64_t owner);
+/* The open file's last close: its flock goes with its descriptor (on the server, with the
+ * handle's release()). */
+void ff_locks_file_closed(struct ff_locks *locks, struct ff_file *f);
 
 #endif /* FEDFUSE_LOCK_H */

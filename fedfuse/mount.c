@@ -67,12 +67,17 @@ static gpointer connector(gpointer data)
 			ff_notify_init(&m->notify, m);
 			notify = &m->notify;
 		}
-		if (m->loc.spec.per_user && be->abi_minor < 4) {
-			/* it would not know to act for each caller, and act for all as one */
+		if (m->loc.spec.per_user &&
+		    be->abi_minor < (m->loc.spec.user_credentials ? 5u : 4u)) {
+			/* it would not know to act for each caller (or where to find their
+			 * credentials), and act for all as one */
 			rc = -EOPNOTSUPP;
-			msg = g_strdup_printf("%s: its backend module predates identity=per-user "
-					      "(ABI minor %u)",
-					      m->loc.spec.uri, be->abi_minor);
+			msg = g_strdup_printf(
+				"%s: its backend module predates identity=per-user%s "
+				"(ABI minor %u)",
+				m->loc.spec.uri,
+				m->loc.spec.user_credentials ? " with user-credentials" : "",
+				be->abi_minor);
 		} else {
 			rc = ff_gw_mount(m, notify, &ctx, &msg);
 		}
@@ -81,6 +86,7 @@ static gpointer connector(gpointer data)
 		if (rc == 0) {
 			m->ctx = ctx;
 			m->watched = notify && ff_gw_watched(m, ctx);
+			m->server_locks = ff_gw_server_locks(m, ctx);
 			set_up(m, FF_OP_CONNECT);
 		} else {
 			set_down(m, rc, msg);
@@ -164,6 +170,7 @@ static void mount_free(struct ff_mount *m)
 		ff_mount_unref(m->parent);
 	g_free((char *)m->loc.spec.credentials); /* our copies; the namespace owns its own */
 	g_free((char *)m->loc.spec.credentials_dir);
+	g_free((char *)m->loc.spec.user_credentials);
 	ff_location_clear(&m->loc);
 	g_free(m->key);
 	g_free(m->ns_path);
@@ -288,12 +295,13 @@ void ff_mounts_free(struct ff_mounts *mounts)
 /* Everything that changes how a location is reached makes it a different mount. */
 static char *mount_key(const char *ns_path, const struct ff_location_spec *s, double attr_timeout)
 {
-	return g_strdup_printf("%s|%s|%g|%g|%d|%d|%s|%d:%u|%d:%u|%o|%o|%d|%s",
+	return g_strdup_printf("%s|%s|%g|%g|%d|%d|%s|%d:%u|%d:%u|%o|%o|%d|%s|%s",
 			       ns_path ? ns_path : "junction", s->uri, attr_timeout, s->timeout,
 			       s->read_only, s->watch, s->credentials ? s->credentials : "",
 			       s->uid_set, (unsigned)s->uid, s->gid_set, (unsigned)s->gid,
 			       (unsigned)s->file_mode, (unsigned)s->dir_mode, s->per_user,
-			       s->credentials_dir ? s->credentials_dir : "");
+			       s->credentials_dir ? s->credentials_dir : "",
+			       s->user_credentials ? s->user_credentials : "");
 }
 
 /* Deep copy of a location: the namespace that owns the original may be freed by a reload. */
@@ -307,6 +315,7 @@ static void location_copy(struct ff_location *dst, const struct ff_location *src
 	dst->spec.query = g_strdup(src->spec.query);
 	dst->spec.credentials = g_strdup(src->spec.credentials);
 	dst->spec.credentials_dir = g_strdup(src->spec.credentials_dir);
+	dst->spec.user_credentials = g_strdup(src->spec.user_credentials);
 }
 
 /* An index for a new mount; called with the table's lock held. */
@@ -341,6 +350,7 @@ struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 		 * as themself (as a DFS client follows a referral with the user's credentials) */
 		spec.per_user = parent->loc.spec.per_user;
 		spec.credentials_dir = parent->loc.spec.credentials_dir;
+		spec.user_credentials = parent->loc.spec.user_credentials;
 	}
 	key = mount_key(ns_path, &spec, attr_timeout);
 
@@ -372,6 +382,10 @@ struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 	if (spec.credentials_dir != loc->spec.credentials_dir) {
 		g_free((char *)m->loc.spec.credentials_dir);
 		m->loc.spec.credentials_dir = g_strdup(spec.credentials_dir);
+	}
+	if (spec.user_credentials != loc->spec.user_credentials) {
+		g_free((char *)m->loc.spec.user_credentials);
+		m->loc.spec.user_credentials = g_strdup(spec.user_credentials);
 	}
 	m->loc.spec.attr_timeout = attr_timeout;
 	g_mutex_init(&m->lock);
@@ -620,11 +634,13 @@ static void describe_mount(struct ff_mount *m, gint64 now, GString *out)
 			       g_atomic_int_get(&m->open_files));
 	if (m->ctx)
 		g_string_append_printf(out, "\twatched=%s", m->watched ? "yes" : "no");
-	/* How far its locks reach: the backing files' own (every program on this machine), or
-	 * this mount's processes only (NFS and SMB: never sent to the server). */
+	/* How far its locks reach: the server's (every client of it: NFSv4), the backing files'
+	 * own (every program on this machine), or this mount's processes only (NFSv3 and SMB). */
 	if (m->be)
 		g_string_append_printf(out, "\tlocks=%s",
-				       ff_gw_has_lock_fd(m->be) ? "backing-file" : "this-mount");
+				       m->ctx && m->server_locks  ? "server"
+				       : ff_gw_has_lock_fd(m->be) ? "backing-file"
+								  : "this-mount");
 	if (m->last_error)
 		g_string_append_printf(out, "\tlast-error=%s", m->last_error);
 	g_string_append_c(out, '\n');

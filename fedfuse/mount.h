@@ -76,6 +76,7 @@ struct ff_mount {
 	void *ctx; /* the backend's context once connected; never changes after */
 	/* Set with ctx: the backend reports changes by others through `notify`. */
 	bool watched;
+	bool server_locks; /* its locks are taken on its server too (lock.c) */
 	struct ff_notify notify;
 
 	GMutex lock;	 /* guards the fields below; `state` is also read without it (atomically) */

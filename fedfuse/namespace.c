@@ -69,20 +69,10 @@ static const char *const settings_keys[] = {
 };
 static const char *const nsdb_keys[] = { "security", "ca-file", "replicas", NULL };
 static const char *const referral_keys[] = {
-	"locations",
-	"read-only",
-	"timeout",
-	"attr-timeout",
-	"credentials",
-	"on-unreachable",
-	"uid",
-	"gid",
-	"file-mode",
-	"dir-mode",
-	"watch",
-	"identity",
-	"credentials-dir",
-	NULL,
+	"locations",	   "read-only",	       "timeout", "attr-timeout",
+	"credentials",	   "on-unreachable",   "uid",	  "gid",
+	"file-mode",	   "dir-mode",	       "watch",	  "identity",
+	"credentials-dir", "user-credentials", NULL,
 };
 
 static bool fail(struct loader *ld, int code, int line, const char *fmt, ...) G_GNUC_PRINTF(4, 5);
@@ -636,6 +626,25 @@ static bool check_credentials_dir(struct loader *ld, const struct scan_key *k, c
 	return true;
 }
 
+/* user-credentials=: a path below each user's home directory (the backend opens it there, as
+ * the user's own file): relative, and never up out of it. */
+static bool check_user_credentials(struct loader *ld, const struct scan_key *k, const char *path)
+{
+	g_auto(GStrv) parts = g_strsplit(path, "/", -1);
+
+	if (path[0] == '/' || path[0] == '~')
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			    "user-credentials: '%s' is not a path relative to the user's home "
+			    "directory (write it without '/' or '~' in front)",
+			    path);
+	for (char **p = parts; *p; p++)
+		if (!**p || strcmp(*p, ".") == 0 || strcmp(*p, "..") == 0)
+			return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+				    "user-credentials: '%s' has an empty, '.' or '..' component",
+				    path);
+	return true;
+}
+
 /* locations=: a GKeyFile list (';'-separated, "\;" for a ';' inside an entry, one trailing ';'
  * tolerated), each entry a location URI; white space around entries is ignored. */
 static bool parse_locations(struct loader *ld, const struct scan_group *g, const struct scan_key *k,
@@ -761,6 +770,12 @@ static bool referral_key(struct loader *ld, const struct scan_key *k, const char
 		r->credentials_dir = g_strdup(v);
 		return true;
 	}
+	if (strcmp(name, "user-credentials") == 0) {
+		if (!check_user_credentials(ld, k, v))
+			return false;
+		r->user_credentials = g_strdup(v);
+		return true;
+	}
 	if (strcmp(name, "on-unreachable") == 0) {
 		if (strcmp(v, "error") == 0)
 			r->on_unreachable = FF_UNREACHABLE_ERROR;
@@ -807,6 +822,7 @@ static bool finish_locations(struct loader *ld, struct ff_referral *r, const str
 		spec->dir_mode = o->dir_mode;
 		spec->per_user = r->per_user;
 		spec->credentials_dir = r->credentials_dir;
+		spec->user_credentials = r->user_credentials;
 		if (!ld->check)
 			continue;
 		rc = ld->check(spec, ld->check_data, &msg);
@@ -832,6 +848,7 @@ static void referral_free(gpointer p)
 	g_free(r->path);
 	g_free(r->credentials);
 	g_free(r->credentials_dir);
+	g_free(r->user_credentials);
 	g_ptr_array_unref(r->locations);
 	g_free(r);
 }
@@ -874,9 +891,10 @@ static bool load_referral(struct loader *ld, const struct scan_group *g)
 	if (!has_locations)
 		return fail(ld, G_KEY_FILE_ERROR_KEY_NOT_FOUND, g->line,
 			    "missing 'locations' in [%s]", g->name);
-	if (r->per_user && !r->credentials_dir)
+	if (r->per_user && !r->credentials_dir && !r->user_credentials)
 		return fail(ld, G_KEY_FILE_ERROR_KEY_NOT_FOUND, g->line,
-			    "identity=per-user in [%s] needs credentials-dir", g->name);
+			    "identity=per-user in [%s] needs credentials-dir or user-credentials",
+			    g->name);
 	if (r->per_user) {
 		/* What the kernel caches it shows to every user alike: each lookup and stat goes
 		 * to the server as its caller, who may see less than the last one. Nor is such a

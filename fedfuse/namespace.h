@@ -23,10 +23,11 @@ struct ff_referral {
 	double attr_timeout; /* seconds */
 	bool watch;	     /* watch= as written; a location's spec.watch says if it is */
 	enum ff_unreachable on_unreachable;
-	char *credentials;     /* file path or NULL */
-	bool per_user;	       /* identity=per-user */
-	char *credentials_dir; /* credentials-dir=, or NULL */
-	int line;	       /* line of the [group] */
+	char *credentials;	/* file path or NULL */
+	bool per_user;		/* identity=per-user */
+	char *credentials_dir;	/* credentials-dir=, or NULL */
+	char *user_credentials; /* user-credentials=, or NULL */
+	int line;		/* line of the [group] */
 };
 
 /* A node of the namespace tree: the root, every referral and every ancestor of a referral. */

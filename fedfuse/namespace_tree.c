@@ -232,8 +232,11 @@ static void describe_node(GString *out, const struct ff_ns_node *node)
 		if (r->credentials)
 			g_string_append_printf(out, " credentials=%s", r->credentials);
 		if (r->per_user)
-			g_string_append_printf(out, " identity=per-user credentials-dir=%s",
-					       r->credentials_dir);
+			g_string_append(out, " identity=per-user");
+		if (r->per_user && r->credentials_dir)
+			g_string_append_printf(out, " credentials-dir=%s", r->credentials_dir);
+		if (r->per_user && r->user_credentials)
+			g_string_append_printf(out, " user-credentials=%s", r->user_credentials);
 		if (spec->uid_set)
 			g_string_append_printf(out, " uid=%u", (unsigned int)spec->uid);
 		if (spec->gid_set)

@@ -259,6 +259,7 @@ static GPtrArray *locations_of(GPtrArray *uris, const struct ff_location *fsn)
 		spec->credentials = fsn->spec.credentials;
 		spec->per_user = fsn->spec.per_user;
 		spec->credentials_dir = fsn->spec.credentials_dir;
+		spec->user_credentials = fsn->spec.user_credentials;
 		spec->uid_set = fsn->spec.uid_set;
 		spec->uid = fsn->spec.uid;
 		spec->gid_set = fsn->spec.gid_set;

@@ -294,6 +294,9 @@ static void loc_free(struct nfs_loc *loc)
 	if (loc->tree)
 		ff_pathtree_free(loc->tree);
 	nfs4_fhcache_free(loc->fhc);
+	if (loc->locks)
+		g_hash_table_destroy(loc->locks);
+	g_mutex_clear(&loc->locks_lock);
 	g_mutex_clear(&loc->node_lock);
 	g_free(loc);
 }
@@ -372,6 +375,9 @@ static int nfs_mount_loc(const struct ff_location_spec *spec, const struct ff_no
 		loc->timeout_ms = 100;
 	loc->read_only = spec->read_only;
 	g_mutex_init(&loc->node_lock);
+	g_mutex_init(&loc->locks_lock);
+	loc->locks =
+		g_hash_table_new_full(nfs_lockref_hash, nfs_lockref_equal, nfs_lockref_free, NULL);
 	nfs_pool_init(loc);
 	rc = mount_probe(loc, spec->path, msg);
 	if (rc)
@@ -454,6 +460,7 @@ static const struct ff_backend_ops nfs_ops = {
 
 	.attach = nfs_attach,
 	.server_port = nfs_server_port,
+	.server_lock = nfs_server_lock,
 };
 
 __attribute__((visibility("default"))) const struct ff_backend fedfuse_backend = {

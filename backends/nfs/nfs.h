@@ -6,9 +6,11 @@
  * the operations (nfs_node.c, nfs_file.c, nfs_dir.c) share with each other and with the ops table
  * (nfs.c).
  *
- * Lock order: nfs_handle.lock, then nfs_pool.lock, then the path tree's lock (backends/pathtree);
- * nfs_loc.node_lock is taken alone.
- * No lock but nfs_handle.lock is ever held across network I/O.
+ * Lock order: nfs_loc.locks_lock, then nfs_handle.lock, then nfs_pool.lock, then the path tree's
+ * lock (backends/pathtree); nfs_loc.node_lock is taken alone. (Leasing a context counts as
+ * taking nfs_pool.lock: locks_lock is never taken by a holder of a lease.)
+ * No lock but nfs_handle.lock and nfs_loc.locks_lock (locks are rare) is ever held across
+ * network I/O.
  */
 #ifndef FEDFUSE_NFS_H
 #define FEDFUSE_NFS_H
@@ -103,6 +105,8 @@ struct nfs_loc {
 	struct nfs_pool pool;
 	int v4_lease_s;		      /* the server's lease time (atomic; 0: not known yet) */
 	struct nfs4_renewer *renewer; /* NFSv4: keeps leases alive (nfs_v4_renew.c) */
+	GMutex locks_lock;	      /* serialises server locks; guards: */
+	GHashTable *locks;	      /* NFSv4: struct nfs_lockref (nfs_file.c) */
 };
 
 /* A node reference: one reference to a path node (backends/pathtree), the object named by its path
@@ -219,8 +223,15 @@ ssize_t nfs_write_file(void *loc, const struct ff_cred *cred, ff_fh *fh, const v
 int nfs_flush_file(void *loc, ff_fh *fh);
 /* fsync(2) and fdatasync(2): COMMIT. */
 int nfs_fsync_file(void *loc, ff_fh *fh, int datasync);
-/* The last close of a handle: CLOSE on its context (unless retired), then free it. */
+/* The last close of a handle: the locks it carries given back, CLOSE on its context (unless
+ * retired), then free it. */
 int nfs_release_file(void *loc, ff_fh *fh);
+/* The backend's server_lock(): NFSv4 only (-EOPNOTSUPP on NFSv3). */
+int nfs_server_lock(void *loc, ff_fh *fh, uint64_t owner, unsigned int how, struct flock *fl);
+/* loc->locks' hash, equality and free. */
+guint nfs_lockref_hash(gconstpointer p);
+gboolean nfs_lockref_equal(gconstpointer a, gconstpointer b);
+void nfs_lockref_free(gpointer p);
 
 /* ---- nfs_dir.c ------------------------------------------------------------------------------- */
 
@@ -464,6 +475,31 @@ int nfs4_file_commit(struct nfs_conn *conn, struct nfs4_file *f, char verf[NFS_V
 void nfs4_client_free(struct nfs4_client *cl);
 /* RENEW the lease of the context's client identity (leased); 0 when it has none. */
 int nfs4_client_renew(struct nfs_conn *conn);
+
+/* ---- nfs_v4_lock.c -------------------------------------------------------------------------- */
+
+/* One lock owner's locks on one file, on the server: its state, made by its first LOCK through
+ * an open (bound to that open: gone with it), and the name of its lock-owner (`owner`, `flock`
+ * and `file` make it). */
+struct nfs4_lock;
+struct flock;
+struct nfs4_lock *nfs4_lock_new(uint64_t owner, bool flock, const void *file);
+void nfs4_lock_free(struct nfs4_lock *lk);
+/* Whether it has state on the server, and whether that came through `f`. */
+bool nfs4_lock_has_state(const struct nfs4_lock *lk);
+bool nfs4_lock_held_through(const struct nfs4_lock *lk, const struct nfs4_file *f);
+/* Forget the state (a new lock-owner name next time). */
+void nfs4_lock_forget(struct nfs4_lock *lk);
+/* LOCK (F_RDLCK, F_WRLCK) or LOCKU (F_UNLCK) of fl's range (l_whence SEEK_SET; l_len 0: to the
+ * end) through the open `f` on `conn` (leased). -EAGAIN when another owner holds a conflicting
+ * lock (*fl is then that lock). */
+int nfs4_lock_set(struct nfs_conn *conn, const struct nfs4_file *f, struct nfs4_lock *lk,
+		  struct flock *fl);
+/* LOCKT, as the owner: *fl becomes another owner's conflicting lock, or l_type F_UNLCK. */
+int nfs4_lock_test(struct nfs_conn *conn, const struct nfs4_file *f, struct nfs4_lock *lk,
+		   struct flock *fl);
+/* LOCKU of everything the state holds and RELEASE_LOCKOWNER, when it came through `f`. */
+int nfs4_lock_release(struct nfs_conn *conn, const struct nfs4_file *f, struct nfs4_lock *lk);
 
 /* ---- nfs_v4_renew.c ------------------------------------------------------------------------ */
 

@@ -10,6 +10,11 @@
  * serialises the handle). When the context is retired (connection broken, NFSv4 state lost), the
  * handle reopens its file by path on a fresh context: NFSv3 handles are stateless, and NFSv4 opens
  * whose lease expired must be reopened anyway.
+ *
+ * NFSv4 locks (nfs_server_lock()): each lock owner's locks on a file are held through one handle,
+ * the one its first lock came through, whichever handle later requests come through (a process
+ * may lock through one descriptor and unlock through another): loc->locks finds it. That
+ * handle's release gives them back before its CLOSE.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +36,16 @@ struct nfs_handle {
 	bool dirty;	       /* written since the last COMMIT */
 	int error;	       /* a write error not yet reported by flush */
 	struct nfs_wverf verf; /* what the UNSTABLE WRITEs since the last COMMIT were told */
+	gint nlocks;	       /* lock owners whose locks it carries (loc->locks) */
+};
+
+/* One lock owner's locks on one file, and the handle they are held through. */
+struct nfs_lockref {
+	struct ff_pathnode *node; /* the file */
+	uint64_t owner;
+	bool flock;
+	struct nfs_handle *h;
+	struct nfs4_lock *lk;
 };
 
 /* ---- file handles ---------------------------------------------------------------------------- */
@@ -428,16 +443,138 @@ int nfs_fsync_file(void *l, ff_fh *fhv, int datasync)
 	return rc;
 }
 
+/* ---- locks kept by the server (NFSv4) ---------------------------------------------------------- */
+
+guint nfs_lockref_hash(gconstpointer p)
+{
+	const struct nfs_lockref *r = p;
+
+	return g_direct_hash(r->node) ^ (guint)(r->owner * UINT64_C(0x9e3779b97f4a7c15) >> 32) ^
+	       r->flock;
+}
+
+gboolean nfs_lockref_equal(gconstpointer a, gconstpointer b)
+{
+	const struct nfs_lockref *x = a, *y = b;
+
+	return x->node == y->node && x->owner == y->owner && x->flock == y->flock;
+}
+
+void nfs_lockref_free(gpointer p)
+{
+	struct nfs_lockref *r = p;
+
+	nfs4_lock_free(r->lk);
+	g_free(r);
+}
+
+/* A request for the locks carried by `h`, on its context (reopening the file if that was
+ * retired: locks held through the old open are gone with the server's state of it). */
+static int lock_through(struct nfs_loc *loc, struct nfs_handle *h, struct nfs4_lock *lk,
+			unsigned int how, struct flock *fl)
+{
+	gint64 deadline = nfs_deadline(loc);
+	int rc;
+
+	g_mutex_lock(&h->lock);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		rc = handle_begin(loc, h, deadline);
+		if (rc)
+			break;
+		if (nfs4_lock_has_state(lk) && !nfs4_lock_held_through(lk, h->f4))
+			g_warning(
+				"%s: locks were lost with the server's state of an open file (the "
+				"server restarted, or the lease expired)",
+				loc->uri);
+		if ((how & ~FF_LOCK_FLOCK) == FF_LOCK_TEST)
+			rc = nfs4_lock_test(h->conn, h->f4, lk, fl);
+		else
+			rc = nfs4_lock_set(h->conn, h->f4, lk, fl);
+		if (!handle_end(h, rc))
+			break;
+	}
+	g_mutex_unlock(&h->lock);
+	return rc;
+}
+
+int nfs_server_lock(void *l, ff_fh *fhv, uint64_t owner, unsigned int how, struct flock *fl)
+{
+	struct nfs_loc *loc = l;
+	struct nfs_handle *h = (struct nfs_handle *)fhv;
+	struct nfs_lockref key, *ref;
+	int rc;
+
+	if (loc->version != 4)
+		return -EOPNOTSUPP; /* NFSv3 locks are NLM's, which libnfs 4.0 does not speak */
+	if (how == FF_LOCK_PROBE)
+		return 0;
+	key = (struct nfs_lockref){ .node = h->node, .owner = owner, .flock = how & FF_LOCK_FLOCK };
+	g_mutex_lock(&loc->locks_lock);
+	ref = g_hash_table_lookup(loc->locks, &key);
+	if (!ref && (how & ~FF_LOCK_FLOCK) == FF_LOCK_SET && fl->l_type == F_UNLCK) {
+		g_mutex_unlock(&loc->locks_lock); /* never locked on the server */
+		return 0;
+	}
+	if (!ref) {
+		ref = g_memdup2(&key, sizeof(key));
+		ref->h = h;
+		ref->lk = nfs4_lock_new(owner, key.flock, h->node);
+		g_hash_table_add(loc->locks, ref);
+		g_atomic_int_inc(&h->nlocks);
+	}
+	rc = lock_through(loc, ref->h, ref->lk, how, fl);
+	g_mutex_unlock(&loc->locks_lock);
+	return rc;
+}
+
+/* Before the CLOSE of `h` (its context leased, loc->locks_lock held): LOCKU of everything its
+ * lock owners hold, and RELEASE_LOCKOWNER. */
+static void locks_give_back(struct nfs_loc *loc, struct nfs_handle *h)
+{
+	GHashTableIter it;
+	gpointer p;
+
+	g_hash_table_iter_init(&it, loc->locks);
+	while (h->f4 && g_hash_table_iter_next(&it, &p, NULL)) {
+		struct nfs_lockref *ref = p;
+		int rc;
+
+		if (ref->h != h)
+			continue;
+		rc = nfs4_lock_release(h->conn, h->f4, ref->lk);
+		if (rc < 0 && !ff_errno_is_connection(rc))
+			g_warning("%s: giving back the locks of a closed file failed: %s", loc->uri,
+				  g_strerror(-rc));
+	}
+}
+
+/* The lock owners of `h` forget it (loc->locks_lock held). */
+static void locks_forget(struct nfs_loc *loc, struct nfs_handle *h)
+{
+	GHashTableIter it;
+	gpointer p;
+
+	g_hash_table_iter_init(&it, loc->locks);
+	while (g_hash_table_iter_next(&it, &p, NULL))
+		if (((struct nfs_lockref *)p)->h == h)
+			g_hash_table_iter_remove(&it);
+}
+
 int nfs_release_file(void *l, ff_fh *fhv)
 {
 	struct nfs_loc *loc = l;
 	struct nfs_handle *h = (struct nfs_handle *)fhv;
+	bool locks = g_atomic_int_get(&h->nlocks) > 0;
 	int rc = 0;
 
+	if (locks)
+		g_mutex_lock(&loc->locks_lock); /* before the lease: the lock order */
 	if (h->conn) {
 		/* Close on the context that opened it, unless that one is retired. */
 		rc = nfs_conn_lease(h->conn, nfs_deadline(loc));
 		if (rc == 0) {
+			if (locks)
+				locks_give_back(loc, h);
 			if (h->f4) {
 				rc = nfs4_file_close(h->conn, h->f4);
 			} else {
@@ -463,6 +600,10 @@ int nfs_release_file(void *l, ff_fh *fhv)
 				rc = 0;
 		}
 		nfs_conn_unref(h->conn);
+	}
+	if (locks) {
+		locks_forget(loc, h);
+		g_mutex_unlock(&loc->locks_lock);
 	}
 	ff_pathtree_unref(loc->tree, h->node);
 	g_mutex_clear(&h->lock);

@@ -46,6 +46,31 @@ struct v4_call {
 	struct rpc_context *rpc;
 };
 
+/* A context's NFSv4 client identity and its one open-owner (nfs_v4_file.c). */
+struct nfs4_client {
+	uint64_t clientid;
+	uint32_t seqid;	    /* the open-owner's next seqid */
+	unsigned int owner; /* the open-owner's number: a new one when its seqid is unknown */
+	char id[96];
+};
+
+/* An open file: the stateid its OPEN gave, and its filehandle. */
+struct nfs4_file {
+	uint64_t serial; /* this open's, unique in the process: what lock state is bound to */
+	stateid4 stateid;
+	u_int fhlen;
+	char fh[NFS4_FHSIZE];
+};
+
+/* Whether an operation that bears an open-owner's or a lock-owner's seqid counted it up, given
+ * its status (RFC 7530 9.1.7). */
+bool nfs4_seqid_counts(nfsstat4 status);
+/* After a COMPOUND whose operation bearing the open-owner's seqid (OPEN, OPEN_CONFIRM, CLOSE, a
+ * LOCK of a new lock-owner) ended with `status` (when the reply had it: `status_seen`): count
+ * it up as the server did; without a reply nobody knows, so start a new open-owner. */
+void nfs4_open_seqid_after(struct nfs4_client *cl, const struct v4_ops *o, bool status_seen,
+			   nfsstat4 status);
+
 void nfs4_ops_init(struct v4_ops *o);
 void nfs4_ops_free(struct v4_ops *o);
 /* Append an operation (zeroed but for its number) and return it. */

@@ -15,21 +15,8 @@
 
 #include "backends/nfs/nfs_v4.h"
 
-/* A context's NFSv4 client identity and its one open-owner. */
-struct nfs4_client {
-	uint64_t clientid;
-	uint32_t seqid;	    /* the open-owner's next seqid */
-	unsigned int owner; /* the open-owner's number: a new one when its seqid is unknown */
-	char id[96];
-};
-
-struct nfs4_file {
-	stateid4 stateid;
-	u_int fhlen;
-	char fh[NFS4_FHSIZE];
-};
-
 static gint client_serial;
+static uint64_t open_serial;
 
 /* ---- client identity ------------------------------------------------------------------------- */
 
@@ -109,19 +96,8 @@ int nfs4_client_renew(struct nfs_conn *conn)
 	return rc;
 }
 
-/* After a COMPOUND with a seqid-bearing operation `op` (OPEN, OPEN_CONFIRM, CLOSE): the server
- * counted the seqid up if it reached that operation and its status is not one of those that
- * leave it (RFC 7530 9.1.7). Without a reply nobody knows: start a new open-owner. */
-static void seqid_after(struct nfs4_client *cl, const struct v4_ops *o, int status_seen,
-			nfsstat4 status)
+bool nfs4_seqid_counts(nfsstat4 status)
 {
-	if (!status_seen) {
-		if (o->reached == OP_ILLEGAL) { /* no reply at all */
-			cl->owner++;
-			cl->seqid = 0;
-		}
-		return;
-	}
 	switch (status) {
 	case NFS4ERR_STALE_CLIENTID:
 	case NFS4ERR_STALE_STATEID:
@@ -131,10 +107,24 @@ static void seqid_after(struct nfs4_client *cl, const struct v4_ops *o, int stat
 	case NFS4ERR_RESOURCE:
 	case NFS4ERR_NOFILEHANDLE:
 	case NFS4ERR_MOVED:
-		break;
+		return false;
 	default:
-		cl->seqid++;
+		return true;
 	}
+}
+
+void nfs4_open_seqid_after(struct nfs4_client *cl, const struct v4_ops *o, bool status_seen,
+			   nfsstat4 status)
+{
+	if (!status_seen) {
+		if (o->reached == OP_ILLEGAL) { /* no reply at all */
+			cl->owner++;
+			cl->seqid = 0;
+		}
+		return;
+	}
+	if (nfs4_seqid_counts(status))
+		cl->seqid++;
 }
 
 /* ---- OPEN, OPEN_CONFIRM, CLOSE --------------------------------------------------------------- */
@@ -209,7 +199,7 @@ static int owner_op(struct nfs_conn *conn, struct nfs4_file *f, nfs_opnum4 opnum
 		op->nfs_argop4_u.opclose.seqid = cl->seqid;
 	}
 	rc = nfs4_ops_run_always(conn->nfs, &o, decode_open, &out);
-	seqid_after(cl, &o, out.seen, out.status);
+	nfs4_open_seqid_after(cl, &o, out.seen, out.status);
 	nfs4_ops_free(&o);
 	if (rc == 0 && opnum == OP_OPEN_CONFIRM)
 		f->stateid = out.stateid;
@@ -227,6 +217,7 @@ int nfs4_file_open(struct nfs_conn *conn, const char *full, int flags, bool crea
 	struct nfs4_client *cl;
 	int rc;
 
+	f->serial = __atomic_add_fetch(&open_serial, 1, __ATOMIC_RELAXED);
 	rc = client_ready(conn);
 	if (rc)
 		goto out_free;
@@ -288,7 +279,7 @@ int nfs4_file_open(struct nfs_conn *conn, const char *full, int flags, bool crea
 		}
 		nfs4_ops_getattr(&o);
 		rc = nfs4_ops_run_always(conn->nfs, &o, decode_open, &out);
-		seqid_after(cl, &o, out.seen, out.status);
+		nfs4_open_seqid_after(cl, &o, out.seen, out.status);
 		nfs4_ops_free(&o);
 		if (out.seen && out.status == NFS4_OK && f->fhlen) {
 			/* opened, even if a later operation (SETATTR, GETATTR) failed */

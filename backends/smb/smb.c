@@ -365,6 +365,7 @@ static void smb_loc_free(struct smb_loc *loc)
 	}
 	smb_ident_clear(&loc->id);
 	g_free(loc->cred_dir);
+	g_free(loc->user_cred);
 	g_free(loc->host);
 	g_free(loc->share);
 	g_free(loc->url);
@@ -436,7 +437,7 @@ static int smb_mount(const struct ff_location_spec *spec, const struct ff_notify
 	}
 	loc->dev = (dev_t)(((guint64)0x534d42 << 32) | g_str_hash(loc->display));
 	loc->connections = t.connections;
-	loc->per_user = spec->per_user && spec->credentials_dir;
+	loc->per_user = spec->per_user && (spec->credentials_dir || spec->user_credentials);
 	if (loc->per_user) {
 		/* The server judges every access as its caller; the kernel's own check
 		 * (default_permissions), against one set of attributes for all users, must not
@@ -447,8 +448,9 @@ static int smb_mount(const struct ff_location_spec *spec, const struct ff_notify
 	}
 	if (loc->per_user) {
 		loc->cred_dir = g_strdup(spec->credentials_dir);
+		loc->user_cred = g_strdup(spec->user_credentials);
 	} else if (spec->credentials) {
-		rc = smb_read_credentials(AT_FDCWD, spec->credentials, &loc->id, msg);
+		rc = smb_read_credentials(AT_FDCWD, spec->credentials, geteuid(), &loc->id, msg);
 		if (rc)
 			goto out_free;
 	} else {
@@ -465,14 +467,15 @@ static int smb_mount(const struct ff_location_spec *spec, const struct ff_notify
 	loc->open = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, smb_open_node_free);
 	smb_names_init(loc);
 	smb_users_init(loc);
-	rc = smb_pool_init(&loc->pool, loc, &loc->id, t.connections);
-	if (rc) {
+	if (!smb_global_ready()) {
+		rc = -ENOMEM;
 		*msg = g_strdup("libsmbclient could not be initialised");
 		goto out_free;
 	}
 	if (loc->per_user) {
-		/* No identity of the location's own to log on with: that the server answers is
-		 * all there is to know before a caller comes (whose logon then says the rest). */
+		/* No identity of the location's own to log on with (nor a pool: each caller has
+		 * theirs): that the server answers is all there is to know before a caller comes
+		 * (whose logon then says the rest). */
 		rc = smb_pool_probe(loc);
 		if (rc) {
 			*msg = smb_mount_msg(loc, rc);
@@ -481,6 +484,11 @@ static int smb_mount(const struct ff_location_spec *spec, const struct ff_notify
 		smb_target_clear(&t);
 		*locp = loc;
 		return 0;
+	}
+	rc = smb_pool_init(&loc->pool, loc, &loc->id, t.connections);
+	if (rc) {
+		*msg = g_strdup("libsmbclient could not be initialised");
+		goto out_free;
 	}
 	/* A failed logon here is told through *msg (the core logs it), not logged twice. */
 	loc->pool.auth_logged = true;

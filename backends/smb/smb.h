@@ -81,9 +81,11 @@ struct smb_loc {
 	char *display; /* "//host[:port]/share[/sub]" for messages */
 	struct smb_ident id; /* the location's one identity; unused when per_user */
 	/* identity=per-user: each caller's operations run on a pool of their own, logged on
-	 * with their credentials file from cred_dir (smb_users.c). */
+	 * with their credentials file from cred_dir, else user_cred below their home directory
+	 * (smb_users.c). Either may be NULL. */
 	bool per_user;
 	char *cred_dir;
+	char *user_cred;
 	unsigned int connections; /* contexts per pool */
 	GMutex users_lock;	  /* a leaf */
 	GHashTable *users;	  /* uid -> struct smb_user * */
@@ -174,9 +176,10 @@ void smb_names_update(struct smb_loc *loc, struct ff_pathnode *dir, const char *
 int smb_parse_credentials(char *buf, size_t len, const char *path, struct smb_ident *id,
 			  char **msg);
 /* Read and parse the credentials file `path` (relative to `dirfd`, or AT_FDCWD): a regular file
- * of the daemon's user that neither group nor others may access, opened without following a
- * symlink. -ENOENT when there is none. */
-int smb_read_credentials(int dirfd, const char *path, struct smb_ident *id, char **msg);
+ * of `owner` that neither group nor others may access, opened without following a symlink.
+ * -ENOENT when there is none. */
+int smb_read_credentials(int dirfd, const char *path, uid_t owner, struct smb_ident *id,
+			 char **msg);
 /* Free an identity's strings, the password wiped first. */
 void smb_ident_clear(struct smb_ident *id);
 
@@ -361,6 +364,8 @@ void smb_pool_file_closed(struct smb_pool *pool, struct smb_conn *conn);
  * no-ops otherwise. smb_pool_get*() take it with the context, smb_pool_put() drops it. */
 void smb_lib_lock(void);
 void smb_lib_unlock(void);
+/* Whether libsmbclient's process-wide setup succeeded (done once, at the first call). */
+bool smb_global_ready(void);
 /* True when contexts may be used in parallel (the hooks are in; smb_lib_lock() does nothing). */
 bool smb_lib_parallel(void);
 

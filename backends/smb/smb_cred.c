@@ -136,8 +136,8 @@ void smb_ident_clear(struct smb_ident *id)
 }
 
 /* Read the credentials file, re-checking what the core checked at load time: a regular file
- * of ours that neither group nor others may access. Every copy of its text is wiped. */
-int smb_read_credentials(int dirfd, const char *path, struct smb_ident *id, char **msg)
+ * of `owner` that neither group nor others may access. Every copy of its text is wiped. */
+int smb_read_credentials(int dirfd, const char *path, uid_t owner, struct smb_ident *id, char **msg)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -160,10 +160,10 @@ int smb_read_credentials(int dirfd, const char *path, struct smb_ident *id, char
 		rc = -EINVAL;
 		goto out_close;
 	}
-	if (st.st_uid != geteuid()) {
-		*msg = g_strdup_printf("credentials file %s is owned by uid %u, not by the user "
-				       "running fedfuse (%u)",
-				       path, (unsigned int)st.st_uid, (unsigned int)geteuid());
+	if (st.st_uid != owner) {
+		*msg = g_strdup_printf("credentials file %s is owned by uid %u, not by uid %u%s",
+				       path, (unsigned int)st.st_uid, (unsigned int)owner,
+				       owner == geteuid() ? " which runs fedfuse" : "");
 		rc = -EACCES;
 		goto out_close;
 	}

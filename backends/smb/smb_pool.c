@@ -252,7 +252,7 @@ static gpointer smb_global_init(gpointer unused)
 	return smb_anchor;
 }
 
-static bool smb_global_ready(void)
+bool smb_global_ready(void)
 {
 	static GOnce once = G_ONCE_INIT;
 

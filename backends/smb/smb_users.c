@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * smb_users.c - identity=per-user: each caller acts on the server as themself, as the cifs
- * client's multiuser mounts do. A caller's first operation reads their credentials file from
- * the referral's credentials-dir (named after their user name, else their uid; the file must be
- * the daemon's user's, private, and no symlink) and makes a pool of their own, whose contexts
- * log on with it; every later operation of theirs runs there, so the server sees one session
- * per user. A caller without a file gets EACCES, never another identity: root is a caller like
+ * client's multiuser mounts do. A caller's first operation reads their credentials file and
+ * makes a pool of their own, whose contexts log on with it; every later operation of theirs
+ * runs there, so the server sees one session per user. The file is the one in the referral's
+ * credentials-dir named after their user name, else their uid (the daemon's user's, private,
+ * no symlink); failing that, the caller's own at user-credentials below their home directory
+ * (theirs, private, reached without following a symlink below the home directory). A caller without a file gets EACCES, never another identity: root is a caller like
  * any other. Open files stay on the pool that opened them.
  *
  * A missing or unreadable file is looked for again after SMB_USER_RETRY_US; a file that was
@@ -55,12 +56,12 @@ void smb_users_free(struct smb_loc *loc)
 	g_mutex_clear(&loc->users_lock);
 }
 
-/* Read uid's credentials from the directory: the file named after the user, else after the
- * uid. 0, or -errno with *msg set (never the file's text). */
-static int read_user(struct smb_loc *loc, uid_t uid, struct smb_ident *id, char **msg)
+/* uid's file in credentials-dir: the one named after the user (`name`, may be NULL), else
+ * after the uid. 0, or -errno with *msg set (never the file's text). */
+static int read_from_dir(struct smb_loc *loc, uid_t uid, const char *name, struct smb_ident *id,
+			 char **msg)
 {
-	char numeric[16], buf[1024];
-	struct passwd pw, *found = NULL;
+	char numeric[16];
 	int dirfd, rc = -ENOENT;
 
 	dirfd = open(loc->cred_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -69,24 +70,84 @@ static int read_user(struct smb_loc *loc, uid_t uid, struct smb_ident *id, char 
 		*msg = g_strdup_printf("credentials-dir %s: %s", loc->cred_dir, g_strerror(-rc));
 		return rc;
 	}
-	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &found) == 0 && found && found->pw_name[0] &&
-	    !strchr(found->pw_name, '/') && found->pw_name[0] != '.') {
-		rc = smb_read_credentials(dirfd, found->pw_name, id, msg);
+	if (name) {
+		rc = smb_read_credentials(dirfd, name, geteuid(), id, msg);
 		if (rc == -ENOENT)
 			g_clear_pointer(msg, g_free);
 	}
 	if (rc == -ENOENT) {
 		snprintf(numeric, sizeof(numeric), "%u", (unsigned int)uid);
-		rc = smb_read_credentials(dirfd, numeric, id, msg);
-		if (rc == -ENOENT) {
-			g_free(*msg);
-			*msg = g_strdup_printf("no credentials for uid %u%s%s%s in %s",
-					       (unsigned int)uid, found ? " (" : "",
-					       found ? found->pw_name : "", found ? ")" : "",
-					       loc->cred_dir);
-		}
+		rc = smb_read_credentials(dirfd, numeric, geteuid(), id, msg);
 	}
 	close(dirfd);
+	return rc;
+}
+
+/* The user's own file, user_cred below their home directory `home`: each directory below the
+ * home opened without following a symlink (a user's link must not lead the daemon to a file
+ * the user may not read), the file the user's own and private. */
+static int read_from_home(struct smb_loc *loc, uid_t uid, const char *home, struct smb_ident *id,
+			  char **msg)
+{
+	g_auto(GStrv) parts = g_strsplit(loc->user_cred, "/", -1);
+	guint n = g_strv_length(parts);
+	int dirfd, rc;
+
+	dirfd = open(home, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* the administrator's path */
+	for (guint i = 0; dirfd >= 0 && i + 1 < n; i++) {
+		int next = openat(dirfd, parts[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		close(dirfd);
+		dirfd = next;
+	}
+	if (dirfd < 0) {
+		rc = -errno;
+		*msg = g_strdup_printf("%s/%s: %s", home, loc->user_cred, g_strerror(-rc));
+		return rc;
+	}
+	rc = smb_read_credentials(dirfd, parts[n - 1], uid, id, msg);
+	close(dirfd);
+	return rc;
+}
+
+/* Read uid's credentials: credentials-dir's file, else the user's own. 0, or -errno with
+ * *msg set (never the file's text), naming where the file was looked for. */
+static int read_user(struct smb_loc *loc, uid_t uid, struct smb_ident *id, char **msg)
+{
+	struct passwd pw, *found = NULL;
+	const char *name = NULL, *where = loc->cred_dir;
+	char buf[1024];
+	int rc = -ENOENT;
+
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &found) == 0 && found && found->pw_name[0] &&
+	    !strchr(found->pw_name, '/') && found->pw_name[0] != '.')
+		name = found->pw_name;
+	if (loc->cred_dir)
+		rc = read_from_dir(loc, uid, name, id, msg);
+	if (rc == -ENOENT && loc->user_cred && found && found->pw_dir[0] == '/') {
+		g_clear_pointer(msg, g_free);
+		where = found->pw_dir;
+		rc = read_from_home(loc, uid, found->pw_dir, id, msg);
+	}
+	if (rc == -ENOENT) {
+		GString *m = g_string_new(NULL);
+
+		g_string_printf(m, "no credentials for uid %u", (unsigned int)uid);
+		if (name)
+			g_string_append_printf(m, " (%s)", name);
+		if (loc->cred_dir)
+			g_string_append_printf(m, " in %s", loc->cred_dir);
+		if (loc->user_cred)
+			g_string_append_printf(m, "%s at ~/%s", loc->cred_dir ? " nor" : "",
+					       loc->user_cred);
+		g_free(*msg);
+		*msg = g_string_free(m, FALSE);
+	} else if (rc && *msg && where) {
+		char *inner = *msg;
+
+		*msg = g_strdup_printf("%s (in %s)", inner, where);
+		g_free(inner);
+	}
 	return rc;
 }
 

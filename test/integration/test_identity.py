@@ -10,6 +10,7 @@ fails."""
 import errno
 import os
 import pwd
+import re
 import shutil
 import subprocess
 
@@ -17,7 +18,7 @@ import pytest
 
 from conftest import read_servers_env, run_daemon
 from posix_util import User, as_user
-from util import namespace_text
+from util import namespace_text, wait_until
 
 SHARED = read_servers_env()
 ONE, TWO = "fedfusetest", "fedfusetest2"  # scripts/servers/samba.sh
@@ -118,3 +119,86 @@ def test_per_user_needs_credentials_dir(mount_factory, tmp_path):
         ns.write_text(namespace_text([("/m", [SHARED["SMB_MULTI_URI"]], keys)]))
         p = run_daemon(["--check", str(ns)])
         assert p.returncode != 0 and want in p.stderr and "ns.conf:" in p.stderr, p.stderr
+
+
+@pytest.fixture
+def home_of_two(tmp_path):
+    """TWO's home directory, for the length of the test, is a fresh directory of theirs (the
+    test servers make the SMB users without one)."""
+    home = tmp_path / "home-two"
+    home.mkdir()
+    pw = pwd.getpwnam(TWO)
+    os.chown(home, pw.pw_uid, pw.pw_gid)
+    os.chmod(home, 0o755)
+    set_home(TWO, str(home))
+    try:
+        yield home
+    finally:
+        set_home(TWO, pw.pw_dir)
+
+
+def set_home(user, home):
+    """usermod --home, waiting out the smbd session processes that run as the user (usermod
+    refuses a user in use, status 8) for up to 20 s."""
+    def done():
+        r = subprocess.run(["usermod", "--home", home, user], capture_output=True, text=True)
+        assert r.returncode in (0, 8), r.stderr
+        return r.returncode == 0
+    assert wait_until(done, 20.0), f"usermod --home {home} {user}: the user stays in use"
+
+
+def user_file(path, owner, mode=0o600):
+    shutil.copyfile(SHARED["SMB_CRED2"], path)
+    pw = pwd.getpwnam(owner) if isinstance(owner, str) else pwd.getpwuid(owner)
+    os.chown(path, pw.pw_uid, pw.pw_gid)
+    os.chmod(path, mode)
+
+
+def test_users_own_credentials_file(home_of_two, mount_factory):
+    """identity=per-user with user-credentials: a user's own file below their home directory,
+    theirs and private, logs them on as themself. A file that is not theirs, one reached
+    through a symlink, and a user without a file are refused (EACCES), each with a log line
+    that says why."""
+    need("SMB_MULTI_URI", "SMB_MULTI_DIR", "SMB_CRED2")
+    cfg = home_of_two / "cfg"
+    text = namespace_text([("/m", [SHARED["SMB_MULTI_URI"]],
+                            {"identity": "per-user", "user-credentials": "cfg/smb.cred"})])
+    one, two = User(ONE), User(TWO)
+
+    def refused(name, why):
+        m = mount_factory(ns_text=text, name=name).start()
+        m.expect_log(why)
+        m.expect_log(r"no credentials for uid \d+")  # the harness's own calls, as root
+        with pytest.raises(OSError) as e:
+            as_user(two, os.listdir, "m/two", cwd=m.mnt)
+        assert e.value.errno == errno.EACCES
+        assert wait_until(lambda: re.search(why, m.log_text()), 5.0), m.log_text()
+
+    # the directory on the way is a symlink (to a directory with a good file): not followed
+    elsewhere = home_of_two / "elsewhere"
+    elsewhere.mkdir()
+    user_file(elsewhere / "smb.cred", TWO)
+    os.symlink("elsewhere", cfg)
+    refused("symlink", r"cfg/smb\.cred: Not a directory|cfg/smb\.cred: Too many levels")
+    os.unlink(cfg)
+    # the file is not the user's own
+    cfg.mkdir()
+    user_file(cfg / "smb.cred", "root")
+    refused("not-theirs", r"owned by uid 0, not by uid %d" % two.uid)
+    # the user's own, private: in
+    os.unlink(cfg / "smb.cred")
+    user_file(cfg / "smb.cred", TWO)
+    m = mount_factory(ns_text=text, name="good").start()
+    m.expect_log(r"no credentials for uid \d+")
+    d = SHARED["SMB_MULTI_DIR"]
+    for name in os.listdir(os.path.join(d, "two")):
+        os.unlink(os.path.join(d, "two", name))
+    assert as_user(two, write, "m/two/mine", b"by two", cwd=m.mnt)
+    assert pwd.getpwuid(os.stat(os.path.join(d, "two", "mine")).st_uid).pw_name == TWO
+    # ONE has no home directory, so no file: refused
+    with pytest.raises(OSError) as e:
+        as_user(one, os.listdir, "m/one", cwd=m.mnt)
+    assert e.value.errno == errno.EACCES
+    why = r"no credentials for uid %d \(%s\) at ~/cfg/smb\.cred" % (one.uid, ONE)
+    m.expect_log(why)
+    assert wait_until(lambda: re.search(why, m.log_text()), 5.0), m.log_text()

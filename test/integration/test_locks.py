@@ -123,13 +123,13 @@ def test_record_locks_exclude_processes(lockfile, holders):
 
 def test_locations_say_how_far_locks_reach(lockfile, mounted):
     """/.fedfuse/locations tells how far the mount's locks reach: a local location's are the
-    backing file's own; NFS and SMB ones hold among the processes using this mount (they are
-    not sent to the server: libnfs 4.0 has no NLM)."""
+    backing file's own; NFSv4 ones are the server's; NFSv3 and SMB ones hold among the
+    processes using this mount (libnfs 4.0 has no NLM; libsmbclient's are per connection)."""
     path, fd = lockfile
     setlk(fd, fcntl.F_WRLCK)
     mine = [kv for (ns_path, _), kv in read_locations(mounted.mnt).items() if ns_path == "/a"]
     assert mine, read_locations(mounted.mnt)
-    want = "backing-file" if mounted.kind == "file" else "this-mount"
+    want = {"file": "backing-file", "nfs4": "server"}.get(mounted.kind, "this-mount")
     assert all(kv.get("locks") == want for kv in mine), mine
 
 def test_read_locks_share(lockfile, holders):

@@ -1,20 +1,25 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Sharing files: two fedfuse mounts of the same export, as two workstations would have (what
 one writes and closes, the other sees on its next open, even where its kernel holds the old data
-in its page cache), and several processes sharing a database through one mount."""
+in its page cache; NFSv4 locks taken in one exclude the other), and several processes sharing a
+database through one mount."""
 
+import fcntl
 import mmap
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
 import pytest
 
 from conftest import read_servers_env, uri_below
-from servers_util import PrivateServers
+from servers_util import PrivateServers, read_locations
+from test_locks import Holder, expect_busy, getlk, setlk
 from util import mkdirs, namespace_text, read_file, wait_until, write_file
 
 SHARED = read_servers_env()
@@ -64,6 +69,98 @@ def test_close_to_open_between_two_mounts(mount_factory, kind):
     assert read_file(os.path.join(one.mnt, "x", "g")) == b"from two\n"
 
 
+def test_nfs4_locks_exclude_between_two_mounts(mount_factory):
+    """Record locks and flock()s on an NFSv4 location are the server's: two mounts (two clients
+    of the server, as two workstations are) exclude each other. F_GETLK in one shows the other's
+    lock (pid 0: another machine's), ranges split and merge as POSIX says, a waiting F_SETLKW is
+    granted when the other side unlocks, and a process's end gives its locks back."""
+    uri, d = export_dir("nfs4")
+    for name in ("f", "g", "h"):
+        write_file(os.path.join(d, name), b"x" * 4096)
+    one, two = two_mounts(mount_factory, uri)
+    a = os.open(os.path.join(one.mnt, "x", "f"), os.O_RDWR)
+    b = os.open(os.path.join(two.mnt, "x", "f"), os.O_RDWR)
+    for m in (one, two):
+        kv = [kv for (ns_path, _), kv in read_locations(m.mnt).items() if ns_path == "/x"]
+        assert kv and all(v.get("locks") == "server" for v in kv), kv
+    try:
+        setlk(a, fcntl.F_WRLCK, 0, 100)
+        expect_busy(setlk, b, fcntl.F_WRLCK, 50, 10)
+        expect_busy(setlk, b, fcntl.F_RDLCK, 99, 1)
+        assert getlk(b, fcntl.F_RDLCK, 50, 10) == (fcntl.F_WRLCK, 0, 100, 0)
+        setlk(b, fcntl.F_WRLCK, 100, 50)  # beside it: granted
+        expect_busy(setlk, a, fcntl.F_RDLCK, 120, 1)  # and one is refused two's
+        setlk(a, fcntl.F_UNLCK, 40, 20)  # one's lock splits in two
+        setlk(b, fcntl.F_WRLCK, 45, 10)
+        expect_busy(setlk, b, fcntl.F_WRLCK, 30, 15)
+        expect_busy(setlk, b, fcntl.F_WRLCK, 60, 1)
+        setlk(a, fcntl.F_RDLCK, 0, 40)  # downgraded: read locks are shared
+        setlk(b, fcntl.F_RDLCK, 0, 10)
+        setlk(b, fcntl.F_UNLCK, 0, 60)
+
+        waiter = threading.Thread(target=setlk, args=(b, fcntl.F_WRLCK, 0, 10, True))
+        waiter.start()
+        time.sleep(0.5)
+        assert waiter.is_alive(), "F_SETLKW was granted while another client held the range"
+        setlk(a, fcntl.F_UNLCK, 0, 0)
+        waiter.join(timeout=10)
+        assert not waiter.is_alive(), "F_SETLKW was never granted after the other unlocked"
+        expect_busy(setlk, a, fcntl.F_WRLCK, 5, 1)
+        os.close(b)  # gives two's locks back
+        b = -1
+        assert wait_until(lambda: try_setlk(a, fcntl.F_WRLCK, 0, 0), 5.0), \
+            "the locks of a closed file stayed on the server"
+    finally:
+        for fd in (a, b):
+            if fd >= 0:
+                os.close(fd)
+
+    # flock(): whole-file locks on the server, for each open file
+    a = os.open(os.path.join(one.mnt, "x", "g"), os.O_RDWR)
+    b = os.open(os.path.join(two.mnt, "x", "g"), os.O_RDWR)
+    try:
+        fcntl.flock(a, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(b, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(a, fcntl.LOCK_SH | fcntl.LOCK_NB)  # converted
+        fcntl.flock(b, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(b, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(a)  # its release gives its flock back
+    assert wait_until(lambda: try_flock(b, fcntl.LOCK_EX), 5.0), \
+        "the flock of a closed file was never given back to the server"
+    os.close(b)
+
+    # a process that dies holding a lock: its close gives it back
+    holder = Holder(os.path.join(one.mnt, "x", "h"), "write", 0, 0)
+    b = os.open(os.path.join(two.mnt, "x", "h"), os.O_RDWR)
+    try:
+        expect_busy(setlk, b, fcntl.F_WRLCK, 4000, 1)
+        holder.p.send_signal(signal.SIGKILL)
+        holder.p.wait(timeout=10)
+        assert wait_until(lambda: try_setlk(b, fcntl.F_WRLCK, 0, 0), 5.0), \
+            "a killed process's lock stayed on the server"
+    finally:
+        os.close(b)
+
+
+def try_setlk(fd, kind, start, length):
+    try:
+        setlk(fd, kind, start, length)
+        return True
+    except OSError:
+        return False
+
+
+def try_flock(fd, op):
+    try:
+        fcntl.flock(fd, op | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+
+
 WRITER = r"""
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1], timeout=60, isolation_level=None)
@@ -111,28 +208,40 @@ def short_lease():
     servers.cleanup()
 
 
-def test_nfs4_open_file_survives_idle_leases(mount_factory, short_lease):
+def test_nfs4_open_file_and_lock_survive_idle_leases(mount_factory, short_lease):
     """A file held open and idle for three NFSv4 lease periods keeps its open state on the
-    server: the daemon renews the lease (libnfs never does). Shown with a file removed on the
-    server meanwhile, which only the open state still reaches (reopening it by name would
-    fail)."""
+    server, and a lock held as long keeps excluding another client: the daemon renews the
+    lease (libnfs never does). The open is shown with a file removed on the server meanwhile,
+    which only the open state still reaches (reopening it by name would fail); the lock with a
+    second mount, whose lock the server would grant had it forgotten the first one's."""
     env = short_lease.env
     name = f"lease-{uuid.uuid4().hex[:8]}"
     d = mkdirs(os.path.join(env["NFS_V4_DIR"], name))
     data = os.urandom(1 << 20)
     write_file(os.path.join(d, "f"), data)
-    m = mount_factory(ns_text=namespace_text([("/x", [uri_below(env["NFS_V4_URI"], name)],
-                                               None)])).start()
+    write_file(os.path.join(d, "g"), b"g" * 100)
+    ns = namespace_text([("/x", [uri_below(env["NFS_V4_URI"], name)], None)])
+    m = mount_factory(ns_text=ns).start()
+    other = mount_factory(ns_text=ns, name="other").start()
     fd = os.open(os.path.join(m.mnt, "x", "f"), os.O_RDONLY | os.O_DIRECT)
+    locked = os.open(os.path.join(m.mnt, "x", "g"), os.O_RDWR)
     buf = mmap.mmap(-1, 4096)  # O_DIRECT wants an aligned buffer
+    b = -1
     try:
         assert os.preadv(fd, [buf], 0) == 4096 and bytes(buf) == data[:4096]
+        setlk(locked, fcntl.F_WRLCK, 0, 0)
         os.unlink(os.path.join(d, "f"))  # on the server, behind the client's back
         time.sleep(3 * LEASE + 2)
         assert os.preadv(fd, [buf], 512 * 1024) == 4096
         assert bytes(buf) == data[512 * 1024:512 * 1024 + 4096]
+        b = os.open(os.path.join(other.mnt, "x", "g"), os.O_RDWR)
+        expect_busy(setlk, b, fcntl.F_WRLCK, 50, 1)
+        setlk(locked, fcntl.F_UNLCK, 0, 0)  # the holder's lock state is still good
+        setlk(b, fcntl.F_WRLCK, 50, 1)
     finally:
-        os.close(fd)
+        for f in (fd, locked, b):
+            if f >= 0:
+                os.close(f)
         buf.close()
 
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/file.h>
 
+#include "fedfuse/file.h"
 #include "fedfuse/lock.h"
 
 struct fuse_req {
@@ -120,13 +121,20 @@ static struct flock range(short type, off_t start, off_t len)
 	};
 }
 
+/* An open file of `inode` on no location (the table keeps its locks alone). */
+static struct ff_file open_file(struct ff_inode *inode)
+{
+	return (struct ff_file){ .inode = inode, .fd = -1, .flock_fd = -1 };
+}
+
 /* setlk by `owner`; the errno of the answer (waiting for it). */
 static int setlk(struct ff_locks *l, struct ff_inode *inode, uint64_t owner, struct flock fl)
 {
+	struct ff_file file = open_file(inode);
 	fuse_req_t req = req_new((pid_t)owner);
 	int err;
 
-	ff_locks_setlk(l, req, inode, NULL, owner, &fl, false);
+	ff_locks_setlk(l, req, &file, owner, &fl, false);
 	err = req_wait(req);
 	req_free(req);
 	return err;
@@ -136,9 +144,10 @@ static int setlk(struct ff_locks *l, struct ff_inode *inode, uint64_t owner, str
 static struct flock getlk(struct ff_locks *l, struct ff_inode *inode, uint64_t owner,
 			  struct flock fl)
 {
+	struct ff_file file = open_file(inode);
 	fuse_req_t req = req_new((pid_t)owner);
 
-	ff_locks_getlk(l, req, inode, NULL, owner, &fl);
+	ff_locks_getlk(l, req, &file, owner, &fl);
 	g_assert_cmpint(req_wait(req), ==, 0);
 	g_assert_true(req->has_lock);
 	fl = req->fl;
@@ -158,6 +167,7 @@ static void test_record_locks(void)
 	struct ff_itab *itab = ff_itab_new(NULL, NULL);
 	struct ff_inode *f = file_inode(itab, 10), *other = file_inode(itab, 11);
 	struct ff_locks *l = ff_locks_new();
+	struct ff_file closed;
 	struct flock got;
 
 	/* owner 1 write-locks [0, 100); owner 2 conflicts there, not beyond, nor on another file */
@@ -179,7 +189,8 @@ static void test_record_locks(void)
 	g_assert_cmpint(setlk(l, f, 2, range(F_WRLCK, 30, 5)), ==, EAGAIN);
 	g_assert_cmpint(setlk(l, f, 2, range(F_WRLCK, 70, 5)), ==, EAGAIN);
 	/* closing a descriptor drops all of the owner's record locks on the file */
-	ff_locks_owner_closed(l, f->ino, 1);
+	closed = open_file(f);
+	ff_locks_owner_closed(l, &closed, 1);
 	g_assert_cmpint(setlk(l, f, 2, range(F_WRLCK, 0, 40)), ==, 0);
 	got = getlk(l, f, 3, range(F_RDLCK, 0, 0));
 	g_assert_cmpint(got.l_type, ==, F_WRLCK);
@@ -194,12 +205,13 @@ static void test_waiting(void)
 	struct ff_inode *f = file_inode(itab, 20);
 	struct ff_locks *l = ff_locks_new();
 	struct flock fl = range(F_WRLCK, 0, 0);
+	struct ff_file file = open_file(f);
 	fuse_req_t waiter = req_new(2), interrupted = req_new(3);
 
 	g_assert_cmpint(setlk(l, f, 1, range(F_WRLCK, 0, 0)), ==, 0);
 	/* F_SETLKW: no answer while the lock is held, and no worker thread held either */
-	ff_locks_setlk(l, waiter, f, NULL, 2, &fl, true);
-	ff_locks_setlk(l, interrupted, f, NULL, 3, &fl, true);
+	ff_locks_setlk(l, waiter, &file, 2, &fl, true);
+	ff_locks_setlk(l, interrupted, &file, 3, &fl, true);
 	g_usleep(100000);
 	g_assert_false(req_answered(waiter));
 	g_assert_false(req_answered(interrupted));
@@ -218,12 +230,12 @@ static void test_waiting(void)
 	ff_itab_free(itab);
 }
 
-static int do_flock(struct ff_locks *l, struct ff_inode *inode, int *fd, int op)
+static int do_flock(struct ff_locks *l, struct ff_file *file, int op)
 {
 	fuse_req_t req = req_new(1);
 	int err;
 
-	ff_locks_flock(l, req, inode, NULL, fd, op);
+	ff_locks_flock(l, req, file, op);
 	err = req_wait(req);
 	req_free(req);
 	return err;
@@ -234,24 +246,24 @@ static void test_flock(void)
 	struct ff_itab *itab = ff_itab_new(NULL, NULL);
 	struct ff_inode *f = file_inode(itab, 30);
 	struct ff_locks *l = ff_locks_new();
-	int a = -1, b = -1;
+	struct ff_file a = open_file(f), b = open_file(f);
 
 	/* two open files of one inode: shared together, exclusive alone */
-	g_assert_cmpint(do_flock(l, f, &a, LOCK_SH), ==, 0);
-	g_assert_cmpint(do_flock(l, f, &b, LOCK_SH | LOCK_NB), ==, 0);
-	g_assert_cmpint(do_flock(l, f, &b, LOCK_EX | LOCK_NB), ==, EWOULDBLOCK);
-	g_assert_cmpint(do_flock(l, f, &a, LOCK_UN), ==, 0);
-	g_assert_cmpint(do_flock(l, f, &b, LOCK_EX | LOCK_NB), ==, 0);
-	g_assert_cmpint(do_flock(l, f, &a, LOCK_SH | LOCK_NB), ==, EWOULDBLOCK);
+	g_assert_cmpint(do_flock(l, &a, LOCK_SH), ==, 0);
+	g_assert_cmpint(do_flock(l, &b, LOCK_SH | LOCK_NB), ==, 0);
+	g_assert_cmpint(do_flock(l, &b, LOCK_EX | LOCK_NB), ==, EWOULDBLOCK);
+	g_assert_cmpint(do_flock(l, &a, LOCK_UN), ==, 0);
+	g_assert_cmpint(do_flock(l, &b, LOCK_EX | LOCK_NB), ==, 0);
+	g_assert_cmpint(do_flock(l, &a, LOCK_SH | LOCK_NB), ==, EWOULDBLOCK);
 	/* the last close of b's file drops its flock */
-	ff_locks_file_closed(l, f->ino, &b);
-	g_assert_cmpint(b, ==, -1);
-	g_assert_cmpint(do_flock(l, f, &a, LOCK_EX | LOCK_NB), ==, 0);
-	ff_locks_file_closed(l, f->ino, &a);
+	ff_locks_file_closed(l, &b);
+	g_assert_cmpint(b.flock_fd, ==, -1);
+	g_assert_cmpint(do_flock(l, &a, LOCK_EX | LOCK_NB), ==, 0);
+	ff_locks_file_closed(l, &a);
 	/* flock and record locks are separate (as on Linux) */
-	g_assert_cmpint(do_flock(l, f, &a, LOCK_EX | LOCK_NB), ==, 0);
+	g_assert_cmpint(do_flock(l, &a, LOCK_EX | LOCK_NB), ==, 0);
 	g_assert_cmpint(setlk(l, f, 7, range(F_WRLCK, 0, 0)), ==, 0);
-	ff_locks_file_closed(l, f->ino, &a);
+	ff_locks_file_closed(l, &a);
 	ff_locks_free(l);
 	ff_itab_free(itab);
 }

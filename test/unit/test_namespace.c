@@ -936,8 +936,9 @@ static void test_error_credentials_owner(void)
 	g_free(path);
 }
 
-/* identity=per-user: credentials-dir required, private to the daemon's user; the referral is
- * neither cached nor watched, and every location's spec says so. */
+/* identity=per-user: credentials-dir (private to the daemon's user) or user-credentials (a path
+ * below each home) required; the referral is neither cached nor watched, and every location's
+ * spec says so. */
 static void test_identity_per_user(void)
 {
 	char *dir = g_build_filename(tmpdir, "creds", NULL);
@@ -963,8 +964,26 @@ static void test_identity_per_user(void)
 	g_assert_false(((struct ff_referral *)g_ptr_array_index(ns->referrals, 0))->per_user);
 	ff_namespace_unref(ns);
 
+	/* or the users' own files only, below each home directory */
+	ns = load_ok("[/a]\nlocations=smb://nas/s\nidentity=per-user\n"
+		     "user-credentials=.config/fedfuse/smb.cred\n",
+		     NULL, NULL);
+	r = g_ptr_array_index(ns->referrals, 0);
+	g_assert_true(r->per_user);
+	g_assert_null(loc_at(r, 0)->spec.credentials_dir);
+	g_assert_cmpstr(loc_at(r, 0)->spec.user_credentials, ==, ".config/fedfuse/smb.cred");
+	ff_namespace_unref(ns);
+
 	expect_load_error("[/a]\nlocations=smb://nas/s\nidentity=per-user\n",
-			  "1: identity=per-user in [/a] needs credentials-dir");
+			  "1: identity=per-user in [/a] needs credentials-dir or user-credentials");
+	expect_load_error("[/a]\nlocations=smb://nas/s\nuser-credentials=/etc/cred\n",
+			  "3: user-credentials: '/etc/cred' is not a path relative to the user's "
+			  "home directory (write it without '/' or '~' in front)");
+	expect_load_error("[/a]\nlocations=smb://nas/s\nuser-credentials=~/cred\n",
+			  "3: user-credentials: '~/cred' is not a path relative to the user's "
+			  "home directory (write it without '/' or '~' in front)");
+	expect_load_error("[/a]\nlocations=smb://nas/s\nuser-credentials=a/../../b\n",
+			  "3: user-credentials: 'a/../../b' has an empty, '.' or '..' component");
 	expect_load_error("[/a]\nlocations=smb://nas/s\nidentity=each\n",
 			  "3: identity: 'each' is not 'shared' or 'per-user'");
 	expect_load_error("[/a]\nlocations=smb://nas/s\ncredentials-dir=creds\n",
