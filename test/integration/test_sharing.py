@@ -145,6 +145,61 @@ def test_nfs4_locks_exclude_between_two_mounts(mount_factory):
         os.close(b)
 
 
+INTERRUPTED_WAIT = r"""
+import fcntl, os, signal, struct, sys
+def alarm(sig, frame):
+    raise TimeoutError
+signal.signal(signal.SIGALRM, alarm)
+fd = os.open(sys.argv[1], os.O_RDWR)
+signal.alarm(1)
+try:
+    fcntl.fcntl(fd, fcntl.F_SETLKW, struct.pack("@hhqqi4x", fcntl.F_WRLCK, 0, 0, 0, 0))
+    print("locked")
+except TimeoutError:
+    print("interrupted")
+sys.stdout.flush()
+sys.stdin.readline()
+"""
+
+
+def test_nfs4_waits_for_another_clients_lock(mount_factory):
+    """A blocking flock() or F_SETLKW that another client's lock holds up waits (the daemon
+    asks the server again and again) and is granted after that client unlocks; one interrupted
+    by a signal ends with EINTR and takes nothing afterwards."""
+    uri, d = export_dir("nfs4")
+    write_file(os.path.join(d, "f"), b"x" * 4096)
+    one, two = two_mounts(mount_factory, uri)
+    f1, f2 = os.path.join(one.mnt, "x", "f"), os.path.join(two.mnt, "x", "f")
+    a, b = os.open(f1, os.O_RDWR), os.open(f2, os.O_RDWR)
+    try:
+        fcntl.flock(a, fcntl.LOCK_EX)
+        waiter = threading.Thread(target=fcntl.flock, args=(b, fcntl.LOCK_EX))
+        waiter.start()
+        time.sleep(0.5)
+        assert waiter.is_alive(), "flock() was granted while another client held it"
+        fcntl.flock(a, fcntl.LOCK_UN)
+        waiter.join(timeout=10)
+        assert not waiter.is_alive(), "flock() was never granted after the other unlocked"
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(a, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(b, fcntl.LOCK_UN)
+
+        setlk(a, fcntl.F_WRLCK, 0, 0)
+        p = subprocess.Popen([sys.executable, "-c", INTERRUPTED_WAIT, f2],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            assert p.stdout.readline().strip() == "interrupted"
+            setlk(a, fcntl.F_UNLCK, 0, 0)
+            time.sleep(2.5)  # past the longest wait between asks: a live request would have it
+            setlk(b, fcntl.F_WRLCK, 0, 0)  # the interrupted process (still alive) holds nothing
+        finally:
+            p.stdin.close()
+            p.wait(timeout=10)
+    finally:
+        os.close(a)
+        os.close(b)
+
+
 def try_setlk(fd, kind, start, length):
     try:
         setlk(fd, kind, start, length)
