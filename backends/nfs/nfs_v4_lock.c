@@ -85,9 +85,8 @@ static void from_denied(const LOCK4denied *d, struct flock *fl)
 	fl->l_type = d->locktype == READ_LT || d->locktype == READW_LT ? F_RDLCK : F_WRLCK;
 	fl->l_whence = SEEK_SET;
 	fl->l_start = (off_t)MIN(d->offset, (offset4)INT64_MAX);
-	fl->l_len = d->length == LENGTH_TO_END || d->length > (length4)INT64_MAX
-			    ? 0
-			    : (off_t)d->length;
+	fl->l_len = d->length == LENGTH_TO_END || d->length > (length4)INT64_MAX ? 0
+										 : (off_t)d->length;
 	fl->l_pid = 0;
 }
 
@@ -235,8 +234,9 @@ int nfs4_lock_release(struct nfs_conn *conn, const struct nfs4_file *f, struct n
 	/* the server may forget the lock-owner now (CLOSE would refuse NFS4ERR_LOCKS_HELD while
 	 * it held anything) */
 	nfs4_ops_init(&o);
-	set_owner(conn, lk, &nfs4_ops_add(&o, OP_RELEASE_LOCKOWNER)
-				    ->nfs_argop4_u.oprelease_lockowner.lock_owner);
+	set_owner(conn, lk,
+		  &nfs4_ops_add(&o, OP_RELEASE_LOCKOWNER)
+			   ->nfs_argop4_u.oprelease_lockowner.lock_owner);
 	rc = nfs4_ops_run(conn->nfs, &o, NULL, NULL);
 	nfs4_ops_free(&o);
 	nfs4_lock_forget(lk);
