@@ -41,7 +41,7 @@
 #include <fcntl.h>
 
 #define FF_BACKEND_ABI_MAJOR 4 /* incompatible changes bump this; the core refuses others */
-#define FF_BACKEND_ABI_MINOR 5 /* compatible additions (new ops at the end) bump this */
+#define FF_BACKEND_ABI_MINOR 6 /* compatible additions (new ops at the end) bump this */
 #define FF_BACKEND_SYMBOL "fedfuse_backend"
 
 /* An object (file, directory, symlink, ...) inside a location, as the backend represents it.
@@ -91,7 +91,15 @@ struct ff_location_spec {
 	 * following a symlink when credentials_dir has no file of theirs. Either may be NULL, not
 	 * both. */
 	const char *user_credentials;
+	/* sec=krb5 (ABI minor 6): each caller acts on the server as themself with their own
+	 * Kerberos tickets, from their ticket cache at `krb5_ccache` (a path with %U for the uid
+	 * and %u for the user name; NULL: /tmp/krb5cc_%U). per_user is set too; the credentials
+	 * keys above are not. A backend without Kerberos refuses it. */
+	bool krb5;
+	const char *krb5_ccache;
 };
+
+#define FF_KRB5_CCACHE "/tmp/krb5cc_%U" /* where a user's tickets are unless krb5-ccache= says */
 
 /* The caller of an operation, from the FUSE request. */
 struct ff_cred {

@@ -67,17 +67,20 @@ static gpointer connector(gpointer data)
 			ff_notify_init(&m->notify, m);
 			notify = &m->notify;
 		}
-		if (m->loc.spec.per_user &&
-		    be->abi_minor < (m->loc.spec.user_credentials ? 5u : 4u)) {
+		if (m->loc.spec.per_user && be->abi_minor < (m->loc.spec.krb5		    ? 6u
+							     : m->loc.spec.user_credentials ? 5u
+											    : 4u)) {
 			/* it would not know to act for each caller (or where to find their
 			 * credentials), and act for all as one */
 			rc = -EOPNOTSUPP;
-			msg = g_strdup_printf(
-				"%s: its backend module predates identity=per-user%s "
-				"(ABI minor %u)",
-				m->loc.spec.uri,
-				m->loc.spec.user_credentials ? " with user-credentials" : "",
-				be->abi_minor);
+			msg = g_strdup_printf("%s: its backend module predates identity=per-user%s "
+					      "(ABI minor %u)",
+					      m->loc.spec.uri,
+					      m->loc.spec.krb5 ? " with sec=krb5"
+					      : m->loc.spec.user_credentials
+						      ? " with user-credentials"
+						      : "",
+					      be->abi_minor);
 		} else {
 			rc = ff_gw_mount(m, notify, &ctx, &msg);
 		}
@@ -171,6 +174,7 @@ static void mount_free(struct ff_mount *m)
 	g_free((char *)m->loc.spec.credentials); /* our copies; the namespace owns its own */
 	g_free((char *)m->loc.spec.credentials_dir);
 	g_free((char *)m->loc.spec.user_credentials);
+	g_free((char *)m->loc.spec.krb5_ccache);
 	ff_location_clear(&m->loc);
 	g_free(m->key);
 	g_free(m->ns_path);
@@ -295,13 +299,14 @@ void ff_mounts_free(struct ff_mounts *mounts)
 /* Everything that changes how a location is reached makes it a different mount. */
 static char *mount_key(const char *ns_path, const struct ff_location_spec *s, double attr_timeout)
 {
-	return g_strdup_printf("%s|%s|%g|%g|%d|%d|%s|%d:%u|%d:%u|%o|%o|%d|%s|%s",
+	return g_strdup_printf("%s|%s|%g|%g|%d|%d|%s|%d:%u|%d:%u|%o|%o|%d|%s|%s|%d|%s",
 			       ns_path ? ns_path : "junction", s->uri, attr_timeout, s->timeout,
 			       s->read_only, s->watch, s->credentials ? s->credentials : "",
 			       s->uid_set, (unsigned)s->uid, s->gid_set, (unsigned)s->gid,
 			       (unsigned)s->file_mode, (unsigned)s->dir_mode, s->per_user,
 			       s->credentials_dir ? s->credentials_dir : "",
-			       s->user_credentials ? s->user_credentials : "");
+			       s->user_credentials ? s->user_credentials : "", s->krb5,
+			       s->krb5_ccache ? s->krb5_ccache : "");
 }
 
 /* Deep copy of a location: the namespace that owns the original may be freed by a reload. */
@@ -316,6 +321,7 @@ static void location_copy(struct ff_location *dst, const struct ff_location *src
 	dst->spec.credentials = g_strdup(src->spec.credentials);
 	dst->spec.credentials_dir = g_strdup(src->spec.credentials_dir);
 	dst->spec.user_credentials = g_strdup(src->spec.user_credentials);
+	dst->spec.krb5_ccache = g_strdup(src->spec.krb5_ccache);
 }
 
 /* An index for a new mount; called with the table's lock held. */
@@ -351,6 +357,8 @@ struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 		spec.per_user = parent->loc.spec.per_user;
 		spec.credentials_dir = parent->loc.spec.credentials_dir;
 		spec.user_credentials = parent->loc.spec.user_credentials;
+		spec.krb5 = parent->loc.spec.krb5;
+		spec.krb5_ccache = parent->loc.spec.krb5_ccache;
 	}
 	key = mount_key(ns_path, &spec, attr_timeout);
 
@@ -386,6 +394,11 @@ struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 	if (spec.user_credentials != loc->spec.user_credentials) {
 		g_free((char *)m->loc.spec.user_credentials);
 		m->loc.spec.user_credentials = g_strdup(spec.user_credentials);
+	}
+	m->loc.spec.krb5 = spec.krb5;
+	if (spec.krb5_ccache != loc->spec.krb5_ccache) {
+		g_free((char *)m->loc.spec.krb5_ccache);
+		m->loc.spec.krb5_ccache = g_strdup(spec.krb5_ccache);
 	}
 	m->loc.spec.attr_timeout = attr_timeout;
 	g_mutex_init(&m->lock);

@@ -62,6 +62,7 @@ struct spec_opts {
 	uid_t uid;
 	gid_t gid;
 	mode_t file_mode, dir_mode;
+	bool identity_given; /* identity= was written */
 };
 
 static const char *const settings_keys[] = {
@@ -69,10 +70,23 @@ static const char *const settings_keys[] = {
 };
 static const char *const nsdb_keys[] = { "security", "ca-file", "replicas", NULL };
 static const char *const referral_keys[] = {
-	"locations",	   "read-only",	       "timeout", "attr-timeout",
-	"credentials",	   "on-unreachable",   "uid",	  "gid",
-	"file-mode",	   "dir-mode",	       "watch",	  "identity",
-	"credentials-dir", "user-credentials", NULL,
+	"locations",
+	"read-only",
+	"timeout",
+	"attr-timeout",
+	"credentials",
+	"on-unreachable",
+	"uid",
+	"gid",
+	"file-mode",
+	"dir-mode",
+	"watch",
+	"identity",
+	"credentials-dir",
+	"user-credentials",
+	"sec",
+	"krb5-ccache",
+	NULL,
 };
 
 static bool fail(struct loader *ld, int code, int line, const char *fmt, ...) G_GNUC_PRINTF(4, 5);
@@ -645,6 +659,39 @@ static bool check_user_credentials(struct loader *ld, const struct scan_key *k, 
 	return true;
 }
 
+/* krb5-ccache=: where each user's Kerberos ticket cache is, "/tmp/krb5cc_%U" style: a FILE
+ * cache (the daemon reads it as the user's own file), an absolute path, with %U (uid) or %u
+ * (user name) in it so that each user has their own, and no other % escape but %%. */
+static bool check_krb5_ccache(struct loader *ld, const struct scan_key *k, const char *v)
+{
+	const char *path = g_str_has_prefix(v, "FILE:") ? v + 5 : v;
+	bool per_user = false;
+
+	if (path == v && strchr(v, ':') && v[0] != '/')
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			    "krb5-ccache: '%s' is not a file cache (only FILE: caches can be read "
+			    "for a user)",
+			    v);
+	if (path[0] != '/')
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			    "krb5-ccache: '%s' is not an absolute path", v);
+	for (const char *p = strchr(path, '%'); p; p = strchr(p + 2, '%')) {
+		if (p[1] == 'U' || p[1] == 'u')
+			per_user = true;
+		else if (p[1] != '%')
+			return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+				    "krb5-ccache: '%s' has '%%%c'; only %%U (uid), %%u (user "
+				    "name) and %%%% may follow a '%%'",
+				    v, p[1] ? p[1] : ' ');
+	}
+	if (!per_user)
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			    "krb5-ccache: '%s' names one file for all users; put %%U (uid) or %%u "
+			    "(user name) in it",
+			    v);
+	return true;
+}
+
 /* locations=: a GKeyFile list (';'-separated, "\;" for a ';' inside an entry, one trailing ';'
  * tolerated), each entry a location URI; white space around entries is ignored. */
 static bool parse_locations(struct loader *ld, const struct scan_group *g, const struct scan_key *k,
@@ -762,6 +809,20 @@ static bool referral_key(struct loader *ld, const struct scan_key *k, const char
 			return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
 				    "identity: '%s' is not 'shared' or 'per-user'", v);
 		r->per_user = strcmp(v, "per-user") == 0;
+		o->identity_given = true;
+		return true;
+	}
+	if (strcmp(name, "sec") == 0) {
+		if (strcmp(v, "krb5") != 0 && strcmp(v, "ntlmssp") != 0)
+			return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+				    "sec: '%s' is not 'ntlmssp' or 'krb5'", v);
+		r->krb5 = strcmp(v, "krb5") == 0;
+		return true;
+	}
+	if (strcmp(name, "krb5-ccache") == 0) {
+		if (!check_krb5_ccache(ld, k, v))
+			return false;
+		r->krb5_ccache = g_strdup(g_str_has_prefix(v, "FILE:") ? v + 5 : v);
 		return true;
 	}
 	if (strcmp(name, "credentials-dir") == 0) {
@@ -823,6 +884,8 @@ static bool finish_locations(struct loader *ld, struct ff_referral *r, const str
 		spec->per_user = r->per_user;
 		spec->credentials_dir = r->credentials_dir;
 		spec->user_credentials = r->user_credentials;
+		spec->krb5 = r->krb5;
+		spec->krb5_ccache = r->krb5_ccache;
 		if (!ld->check)
 			continue;
 		rc = ld->check(spec, ld->check_data, &msg);
@@ -849,6 +912,7 @@ static void referral_free(gpointer p)
 	g_free(r->credentials);
 	g_free(r->credentials_dir);
 	g_free(r->user_credentials);
+	g_free(r->krb5_ccache);
 	g_ptr_array_unref(r->locations);
 	g_free(r);
 }
@@ -891,7 +955,22 @@ static bool load_referral(struct loader *ld, const struct scan_group *g)
 	if (!has_locations)
 		return fail(ld, G_KEY_FILE_ERROR_KEY_NOT_FOUND, g->line,
 			    "missing 'locations' in [%s]", g->name);
-	if (r->per_user && !r->credentials_dir && !r->user_credentials)
+	if (r->krb5_ccache && !r->krb5)
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, g->line,
+			    "krb5-ccache in [%s] needs sec=krb5", g->name);
+	if (r->krb5 && opts.identity_given && !r->per_user)
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, g->line,
+			    "sec=krb5 in [%s] acts as each user with their own tickets; it cannot "
+			    "be identity=shared",
+			    g->name);
+	if (r->krb5 && (r->credentials || r->credentials_dir || r->user_credentials))
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, g->line,
+			    "sec=krb5 in [%s] takes each user's Kerberos tickets; credentials, "
+			    "credentials-dir and user-credentials do not go with it",
+			    g->name);
+	if (r->krb5)
+		r->per_user = true;
+	if (r->per_user && !r->krb5 && !r->credentials_dir && !r->user_credentials)
 		return fail(ld, G_KEY_FILE_ERROR_KEY_NOT_FOUND, g->line,
 			    "identity=per-user in [%s] needs credentials-dir or user-credentials",
 			    g->name);

@@ -27,6 +27,8 @@ struct ff_referral {
 	bool per_user;		/* identity=per-user */
 	char *credentials_dir;	/* credentials-dir=, or NULL */
 	char *user_credentials; /* user-credentials=, or NULL */
+	bool krb5;		/* sec=krb5 (implies per_user) */
+	char *krb5_ccache;	/* krb5-ccache=, or NULL */
 	int line;		/* line of the [group] */
 };
 

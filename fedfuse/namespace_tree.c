@@ -237,6 +237,9 @@ static void describe_node(GString *out, const struct ff_ns_node *node)
 			g_string_append_printf(out, " credentials-dir=%s", r->credentials_dir);
 		if (r->per_user && r->user_credentials)
 			g_string_append_printf(out, " user-credentials=%s", r->user_credentials);
+		if (r->krb5)
+			g_string_append_printf(out, " sec=krb5 krb5-ccache=%s",
+					       r->krb5_ccache ? r->krb5_ccache : FF_KRB5_CCACHE);
 		if (spec->uid_set)
 			g_string_append_printf(out, " uid=%u", (unsigned int)spec->uid);
 		if (spec->gid_set)

@@ -117,6 +117,12 @@ static int local_check(const struct ff_location_spec *spec, char **msg)
 		*msg = g_strdup_printf("file:// location %s: the path must be absolute", spec->uri);
 		return -EINVAL;
 	}
+	if (spec->krb5) {
+		*msg = g_strdup_printf("%s: sec=krb5 is for smb:// locations; file:// acts as "
+				       "each caller already",
+				       spec->uri);
+		return -EINVAL;
+	}
 	return 0;
 }
 

@@ -137,6 +137,13 @@ static int nfs_check(const struct ff_location_spec *spec, char **msg)
 {
 	struct nfs_params p;
 
+	if (spec->krb5) {
+		/* libnfs 4.0 has no RPCSEC_GSS */
+		*msg = g_strdup_printf("%s: sec=krb5 is for smb:// locations; nfs:// sends each "
+				       "caller's uid and groups (AUTH_SYS)",
+				       spec->uri);
+		return -EINVAL;
+	}
 	return parse_location(spec, &p, msg);
 }
 

@@ -334,6 +334,14 @@ static int smb_check(const struct ff_location_spec *spec, char **msg)
 	int rc = smb_parse_spec(spec, &t, msg);
 
 	smb_target_clear(&t);
+	if (rc == 0 && spec->krb5 && !smb_krb5_host_ok(spec->host)) {
+		/* libsmbclient asks no ticket for an address or localhost: a service principal
+		 * is cifs/<name> */
+		*msg = g_strdup_printf("%s: sec=krb5 needs the server's host name (as in its "
+				       "Kerberos principal), not '%s'",
+				       spec->uri, spec->host);
+		rc = -EINVAL;
+	}
 	return rc;
 }
 
@@ -355,6 +363,9 @@ static void smb_loc_free(struct smb_loc *loc)
 	smb_watch_stop(loc->watch);
 	loc->watch = NULL;
 	smb_users_free(loc);
+	if (loc->krb5)
+		smb_krb5_close();
+	g_free(loc->krb5_ccache);
 	smb_pool_destroy(&loc->pool);
 	smb_names_clear(loc);
 	ff_pathtree_free(loc->tree);
@@ -437,7 +448,8 @@ static int smb_mount(const struct ff_location_spec *spec, const struct ff_notify
 	}
 	loc->dev = (dev_t)(((guint64)0x534d42 << 32) | g_str_hash(loc->display));
 	loc->connections = t.connections;
-	loc->per_user = spec->per_user && (spec->credentials_dir || spec->user_credentials);
+	loc->per_user = spec->per_user &&
+			(spec->krb5 || spec->credentials_dir || spec->user_credentials);
 	if (loc->per_user) {
 		/* The server judges every access as its caller; the kernel's own check
 		 * (default_permissions), against one set of attributes for all users, must not
@@ -446,7 +458,9 @@ static int smb_mount(const struct ff_location_spec *spec, const struct ff_notify
 		loc->file_mode |= 0666;
 		loc->dir_mode |= 0777;
 	}
-	if (loc->per_user) {
+	if (loc->per_user && spec->krb5) {
+		loc->krb5_ccache = g_strdup(spec->krb5_ccache ? spec->krb5_ccache : FF_KRB5_CCACHE);
+	} else if (loc->per_user) {
 		loc->cred_dir = g_strdup(spec->credentials_dir);
 		loc->user_cred = g_strdup(spec->user_credentials);
 	} else if (spec->credentials) {
@@ -471,6 +485,12 @@ static int smb_mount(const struct ff_location_spec *spec, const struct ff_notify
 		rc = -ENOMEM;
 		*msg = g_strdup("libsmbclient could not be initialised");
 		goto out_free;
+	}
+	if (loc->krb5_ccache) { /* after the library's initialisation, which sets KRB5CCNAME */
+		rc = smb_krb5_open(msg);
+		if (rc)
+			goto out_free;
+		loc->krb5 = true;
 	}
 	if (loc->per_user) {
 		/* No identity of the location's own to log on with (nor a pool: each caller has

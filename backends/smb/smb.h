@@ -22,6 +22,7 @@
 #define SMB_DEFAULT_CONNECTIONS 8 /* contexts per location unless ?connections=N */
 #define SMB_MAX_CONNECTIONS 64
 #define SMB_AUTH_HOLDOFF_US (60 * G_USEC_PER_SEC) /* no new logon for this long after one failed */
+#define SMB_KRB5_HOLDOFF_US (2 * G_USEC_PER_SEC)  /* the same with a user's Kerberos ticket */
 #define SMB_CRED_MAX 4096			  /* a credentials file is a few lines */
 #define SMB_NAME_MAX 255 /* and libsmbclient's fstring buffers for user/password/domain */
 
@@ -35,6 +36,10 @@ struct smb_ident {
 	char *password; /* wiped with explicit_bzero when freed; "" for guest */
 	size_t password_len;
 	bool guest;
+	/* sec=krb5: logons take the tickets of krb5_uid from its cache (smb_krb5.c) */
+	bool krb5;
+	uid_t krb5_uid;
+	char *krb5_ccache;
 };
 
 /*
@@ -86,6 +91,8 @@ struct smb_loc {
 	bool per_user;
 	char *cred_dir;
 	char *user_cred;
+	bool krb5;		  /* sec=krb5: per_user, each caller with their Kerberos tickets */
+	char *krb5_ccache;	  /* where a user's tickets are: %U, %u and %% to expand */
 	unsigned int connections; /* contexts per pool */
 	GMutex users_lock;	  /* a leaf */
 	GHashTable *users;	  /* uid -> struct smb_user * */
@@ -180,8 +187,32 @@ int smb_parse_credentials(char *buf, size_t len, const char *path, struct smb_id
  * -ENOENT when there is none. */
 int smb_read_credentials(int dirfd, const char *path, uid_t owner, struct smb_ident *id,
 			 char **msg);
+/* Open `path` (relative to `dirfd`, or AT_FDCWD) for reading as a private file of `owner`: a
+ * regular file of theirs that neither group nor others may access, not a symlink. An fd, or
+ * -errno with *msg set, naming it as `what` ("credentials file"). */
+int smb_open_private(int dirfd, const char *path, uid_t owner, const char *what, char **msg);
 /* Free an identity's strings, the password wiped first. */
 void smb_ident_clear(struct smb_ident *id);
+
+/* ---- smb_krb5.c ------------------------------------------------------------------------------ */
+
+/* Once, before the first context: KRB5CCNAME names no cache. */
+void smb_krb5_global_init(void);
+/* May `host` be reached with Kerberos (a name, not an address nor localhost)? */
+bool smb_krb5_host_ok(const char *host);
+/* A sec=krb5 location opens (makes the daemon's private ticket file's directory the first
+ * time) or closes. */
+int smb_krb5_open(char **msg);
+void smb_krb5_close(void);
+/* uid's identity on a sec=krb5 location: their cache, checked to be theirs and private.
+ * 0, or -EACCES (or -errno) with *msg set. */
+int smb_krb5_user(struct smb_loc *loc, uid_t uid, struct smb_ident *id, char **msg);
+/* Open a logon window for `id` (its tickets where libsmbclient takes them, the daemon's other
+ * logons held off) and close it. begin: 0, or -EACCES with *msg set (no window then). */
+int smb_krb5_begin(const struct smb_ident *id, char **msg);
+void smb_krb5_end(void);
+/* True when a logon for the sec=krb5 identity `id` is attempted outside its window. */
+bool smb_krb5_outside(const struct smb_ident *id);
 
 /* ---- smb.c ----------------------------------------------------------------------------------- */
 

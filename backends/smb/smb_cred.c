@@ -132,7 +132,43 @@ void smb_ident_clear(struct smb_ident *id)
 	}
 	g_free(id->user);
 	g_free(id->domain);
+	g_free(id->krb5_ccache);
 	memset(id, 0, sizeof(*id));
+}
+
+int smb_open_private(int dirfd, const char *path, uid_t owner, const char *what, char **msg)
+{
+	struct stat st;
+	int fd, rc;
+
+	fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		rc = -errno;
+		*msg = rc == -ELOOP ? g_strdup_printf("%s %s is a symlink", what, path)
+				    : g_strdup_printf("%s %s: %s", what, path, g_strerror(-rc));
+		return rc;
+	}
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		*msg = g_strdup_printf("%s %s: %s", what, path, g_strerror(-rc));
+	} else if (!S_ISREG(st.st_mode)) {
+		*msg = g_strdup_printf("%s %s is not a regular file", what, path);
+		rc = -EINVAL;
+	} else if (st.st_uid != owner) {
+		*msg = g_strdup_printf("%s %s is owned by uid %u, not by uid %u%s", what, path,
+				       (unsigned int)st.st_uid, (unsigned int)owner,
+				       owner == geteuid() ? " which runs fedfuse" : "");
+		rc = -EACCES;
+	} else if (st.st_mode & 077) {
+		*msg = g_strdup_printf("%s %s may be accessed by group or others (mode %04o); "
+				       "chmod 600 it",
+				       what, path, (unsigned int)(st.st_mode & 07777));
+		rc = -EACCES;
+	} else {
+		return fd;
+	}
+	close(fd);
+	return rc;
 }
 
 /* Read the credentials file, re-checking what the core checked at load time: a regular file
@@ -141,39 +177,11 @@ int smb_read_credentials(int dirfd, const char *path, uid_t owner, struct smb_id
 {
 	char *buf = NULL;
 	size_t len = 0;
-	struct stat st;
 	int fd, rc;
 
-	fd = openat(dirfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		rc = -errno;
-		*msg = g_strdup_printf("credentials file %s: %s", path, g_strerror(-rc));
-		return rc;
-	}
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
-		*msg = g_strdup_printf("credentials file %s: %s", path, g_strerror(-rc));
-		goto out_close;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		*msg = g_strdup_printf("credentials file %s is not a regular file", path);
-		rc = -EINVAL;
-		goto out_close;
-	}
-	if (st.st_uid != owner) {
-		*msg = g_strdup_printf("credentials file %s is owned by uid %u, not by uid %u%s",
-				       path, (unsigned int)st.st_uid, (unsigned int)owner,
-				       owner == geteuid() ? " which runs fedfuse" : "");
-		rc = -EACCES;
-		goto out_close;
-	}
-	if (st.st_mode & 077) {
-		*msg = g_strdup_printf("credentials file %s may be accessed by group or others "
-				       "(mode %04o); chmod 600 it",
-				       path, (unsigned int)(st.st_mode & 07777));
-		rc = -EACCES;
-		goto out_close;
-	}
+	fd = smb_open_private(dirfd, path, owner, "credentials file", msg);
+	if (fd < 0)
+		return fd;
 	buf = g_malloc0(SMB_CRED_MAX + 2);
 	for (;;) {
 		ssize_t n = read(fd, buf + len, SMB_CRED_MAX + 1 - len);
@@ -199,7 +207,6 @@ int smb_read_credentials(int dirfd, const char *path, uid_t owner, struct smb_id
 out_wipe:
 	explicit_bzero(buf, SMB_CRED_MAX + 2);
 	g_free(buf);
-out_close:
 	close(fd);
 	return rc;
 }

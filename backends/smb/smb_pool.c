@@ -190,6 +190,14 @@ static void smb_auth_cb(SMBCCTX *c, const char *srv, const char *shr, char *wg, 
 
 	if (!pool)
 		return;
+	if (smb_krb5_outside(pool->id)) {
+		/* A logon libsmbclient attempts by itself: another thread's window may be open,
+		 * with another user's tickets where the library looks. A password makes it ask
+		 * the KDC for a principal that does not exist instead, and fail. */
+		g_strlcpy(un, "fedfuse-no-window", unlen);
+		g_strlcpy(pw, "-", pwlen);
+		return;
+	}
 	if (pool->id->domain && wglen > 0)
 		g_strlcpy(wg, pool->id->domain, wglen);
 	if (unlen > 0)
@@ -217,6 +225,7 @@ static int smb_check_server(SMBCCTX *c, SMBCSRV *srv)
 
 static gpointer smb_global_init(gpointer unused)
 {
+	smb_krb5_global_init();
 	const char *dbg = getenv("FEDFUSE_SMB_DEBUG");
 	struct sigaction sa;
 
@@ -357,7 +366,7 @@ static SMBCCTX *smb_ctx_new(struct smb_pool *pool)
 	if (id->domain)
 		smbc_setWorkgroup(ctx, id->domain);
 	smbc_setTimeout(ctx, loc->timeout_ms);
-	smbc_setOptionUseKerberos(ctx, false);
+	smbc_setOptionUseKerberos(ctx, id->krb5);
 	smbc_setOptionFallbackAfterKerberos(ctx, false);
 	smbc_setOptionUseCCache(ctx, false);
 	/* With credentials, a failed logon must fail, not fall back to an anonymous session. */
@@ -381,6 +390,8 @@ static void smb_pool_reap(struct smb_pool *pool, struct smb_conn *conn)
 	g_async_queue_push(pool->reap, conn);
 }
 
+static void smb_auth_failed(struct smb_pool *pool, const char *why);
+
 /* A new context with an established, logged-on connection to the location's share. Called
  * with the library lock held (smb_lib_lock). */
 static int smb_conn_new(struct smb_pool *pool, struct smb_conn **out)
@@ -397,6 +408,17 @@ static int smb_conn_new(struct smb_pool *pool, struct smb_conn **out)
 	rc = smb_probe(loc, &peer);
 	if (rc)
 		return rc;
+	if (pool->id->krb5) {
+		g_autofree char *msg = NULL;
+
+		/* The logon's window: held until the session is set up (lock order: before
+		 * smb_global_lock) */
+		rc = smb_krb5_begin(pool->id, &msg);
+		if (rc) {
+			smb_auth_failed(pool, msg);
+			return rc;
+		}
+	}
 	conn = g_new0(struct smb_conn, 1);
 	conn->pool = pool;
 	g_mutex_lock(&smb_global_lock);
@@ -406,6 +428,8 @@ static int smb_conn_new(struct smb_pool *pool, struct smb_conn **out)
 		g_mutex_unlock(&smb_global_lock);
 	if (!conn->ctx) {
 		rc = -ENOMEM;
+		if (pool->id->krb5)
+			smb_krb5_end();
 		goto out_free;
 	}
 	/* Connect, log on and reach the location's directory now, so that a logon failure is
@@ -425,6 +449,8 @@ static int smb_conn_new(struct smb_pool *pool, struct smb_conn **out)
 		smb_warm = rc == 0;
 		g_mutex_unlock(&smb_global_lock);
 	}
+	if (pool->id->krb5)
+		smb_krb5_end();
 	if (rc)
 		goto out_free_ctx;
 	if (!S_ISDIR(st.st_mode)) {
@@ -499,20 +525,30 @@ void smb_pool_destroy(struct smb_pool *pool)
 	g_mutex_clear(&pool->lock);
 }
 
-/* Tell the log, once per failure spell, that the server refused our logon. */
-static void smb_auth_failed(struct smb_pool *pool)
+/* Tell the log, once per failure spell, that the server refused our logon (or, `why`, that we
+ * could not try). No new logon for a while: a password tried again and again may lock its
+ * account; a user's new Kerberos ticket is taken a moment later. */
+static void smb_auth_failed(struct smb_pool *pool, const char *why)
 {
 	struct smb_loc *loc = pool->loc;
+	const struct smb_ident *id = pool->id;
+	gint64 holdoff = id->krb5 ? SMB_KRB5_HOLDOFF_US : SMB_AUTH_HOLDOFF_US;
 	bool log;
 
 	g_mutex_lock(&pool->lock);
-	pool->auth_holdoff_until = g_get_monotonic_time() + SMB_AUTH_HOLDOFF_US;
+	pool->auth_holdoff_until = g_get_monotonic_time() + holdoff;
 	log = !pool->auth_logged;
 	pool->auth_logged = true;
 	g_mutex_unlock(&pool->lock);
 	if (!log)
 		return;
-	if (pool->id->guest)
+	if (id->krb5)
+		g_message("%s: Kerberos logon for uid %u refused: %s; no new logon for %d s",
+			  loc->display, (unsigned int)id->krb5_uid,
+			  why ? why
+			      : "the server or KDC refused the ticket (expired? run kinit again)",
+			  (int)(holdoff / G_USEC_PER_SEC));
+	else if (pool->id->guest)
 		g_message("%s: guest access refused by the server; no new attempt for %d s",
 			  loc->display, (int)(SMB_AUTH_HOLDOFF_US / G_USEC_PER_SEC));
 	else
@@ -573,7 +609,7 @@ static int pool_get(struct smb_pool *pool, bool for_open, bool may_create, struc
 	if (rc)
 		smb_lib_unlock();
 	if (rc == -EACCES || rc == -EPERM) {
-		smb_auth_failed(pool);
+		smb_auth_failed(pool, NULL);
 		rc = -EACCES;
 	}
 

@@ -11,7 +11,9 @@
  *
  * A missing or unreadable file is looked for again after SMB_USER_RETRY_US; a file that was
  * read is kept for the life of the location (a changed password takes a remount or a reload
- * that changes the referral).
+ * that changes the referral). With sec=krb5 the caller's Kerberos ticket cache takes the
+ * place of the file (smb_krb5.c), looked for again after SMB_KRB5_HOLDOFF_US, and read at each
+ * logon.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -185,12 +187,13 @@ int smb_pool_of(struct smb_loc *loc, const struct ff_cred *cred, struct smb_pool
 	}
 	/* A few small reads of a local file, under a leaf lock: another caller's first operation
 	 * waits for them at most. */
-	rc = read_user(loc, uid, &id, &msg);
+	rc = loc->krb5 ? smb_krb5_user(loc, uid, &id, &msg) : read_user(loc, uid, &id, &msg);
 	if (rc == 0)
 		rc = smb_pool_init(&u->pool, loc, &u->id, loc->connections);
 	if (rc) {
 		smb_ident_clear(&id);
-		u->retry_at = now + SMB_USER_RETRY_US;
+		/* a password file is rarely written; a ticket is got with kinit, and used soon */
+		u->retry_at = now + (loc->krb5 ? SMB_KRB5_HOLDOFF_US : SMB_USER_RETRY_US);
 		g_mutex_unlock(&loc->users_lock);
 		g_message("%s: %s; uid %u is refused (EACCES)", loc->display,
 			  msg ? msg : g_strerror(-rc), (unsigned int)uid);

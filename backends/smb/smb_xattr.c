@@ -37,12 +37,22 @@ struct smb_xattr_arg {
 static int smb_getxattr_fn(struct smb_loc *loc, struct smb_conn *conn, void *arg)
 {
 	struct smb_xattr_arg *a = arg;
-	int err;
+	const struct smb_ident *id = conn->pool->id;
+	g_autofree char *msg = NULL;
+	bool window;
+	int err, rc;
 
 	memset(a->buf, 0, a->cap);
-	if (smbc_getFunctionGetxattr(conn->ctx)(conn->ctx, a->url, a->name, a->buf, a->cap) == 0)
-		return 0;
+	/* Security descriptors come through a second connection (IPC$), made at the first such
+	 * call: with sec=krb5 its logon needs the caller's tickets (smb_krb5.c). Without them a
+	 * connection made before still serves. */
+	window = id->krb5 && smb_krb5_begin(id, &msg) == 0;
+	rc = smbc_getFunctionGetxattr(conn->ctx)(conn->ctx, a->url, a->name, a->buf, a->cap);
 	err = errno;
+	if (window)
+		smb_krb5_end();
+	if (rc == 0)
+		return 0;
 	if (err == EINVAL || err == ENODATA)
 		return -ENODATA; /* a name of the family that does not exist */
 	return smb_err(err);

@@ -474,7 +474,8 @@ def mount_factory(tmp_path):
 
 # Fixtures of the fault and junction modules that start servers of a kind themselves.
 _FIXTURE_KINDS = {"smb445": ("smb",), "private_nfs": ("nfs3",), "priv": ("nfs3", "smb"),
-                  "nsdb": ("nfs3",), "private_nsdb": ("nfs3",), "short_lease": ("nfs4",)}
+                  "nsdb": ("nfs3",), "private_nsdb": ("nfs3",), "short_lease": ("nfs4",),
+                  "addc": ("smb",)}
 
 
 @pytest.fixture(autouse=True)

@@ -5,18 +5,21 @@ referral's credentials-dir; a caller without a file there is refused, root inclu
 share `multi` of the test servers has one/ (fedfusetest's), two/ (fedfusetest2's) and both/.
 What a user may do is what the server lets that user do, in both directions: the kernel's own
 check (default_permissions) refuses nothing the server allows, and what the server refuses
-fails."""
+fails. With sec=krb5 each caller logs on with their own Kerberos tickets instead, against a
+Samba AD domain controller the tests start in a network namespace of its own."""
 
 import errno
 import os
+import pathlib
 import pwd
 import re
 import shutil
 import subprocess
+import tempfile
 
 import pytest
 
-from conftest import read_servers_env, run_daemon
+from conftest import SRCDIR, read_servers_env, run_daemon
 from posix_util import User, as_user
 from util import namespace_text, wait_until
 
@@ -202,3 +205,146 @@ def test_users_own_credentials_file(home_of_two, mount_factory):
     why = r"no credentials for uid %d \(%s\) at ~/cfg/smb\.cred" % (one.uid, ONE)
     m.expect_log(why)
     assert wait_until(lambda: re.search(why, m.log_text()), 5.0), m.log_text()
+
+
+# ---- sec=krb5 ----------------------------------------------------------------------------------
+
+def test_kerberos_refused_where_it_cannot_work(tmp_path):
+    """sec=krb5 is refused when the namespace is loaded, with the file and line, on a location
+    that cannot use it: nfs:// (libnfs has no RPCSEC_GSS), file://, an SMB server given by
+    address (no service principal to ask a ticket for)."""
+    for uri, want in (("nfs://127.0.0.1/x", "sec=krb5 is for smb:// locations"),
+                      ("file:///tmp", "sec=krb5 is for smb:// locations"),
+                      ("smb://127.0.0.1/s", "sec=krb5 needs the server's host name"),
+                      ("smb://localhost/s", "sec=krb5 needs the server's host name")):
+        ns = tmp_path / "ns.conf"
+        ns.write_text(namespace_text([("/m", [uri], {"sec": "krb5"})]))
+        p = run_daemon(["--check", str(ns)])
+        assert p.returncode != 0 and want in p.stderr and "ns.conf:" in p.stderr, p.stderr
+
+
+@pytest.fixture(scope="module")
+def addc():
+    """The Samba AD DC of scripts/test-servers (addc), for this module's Kerberos tests."""
+    script = os.path.join(SRCDIR, "scripts", "test-servers")
+    r = subprocess.run([script, "start", "addc"], capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+    try:
+        yield read_servers_env()
+    finally:
+        subprocess.run([script, "stop", "addc"], capture_output=True, timeout=60)
+
+
+def kinit(dc, user, principal, ccache):
+    """A ticket for `principal` (a domain user) in `ccache`, got by the local user `user`
+    (a User), so that the cache is theirs: kinit run as them in the DC's network namespace."""
+    with open(os.path.join(dc["ADDC_PWDIR"], principal + ".pw")) as f:
+        password = f.readline()
+    env = dict(os.environ, KRB5_CONFIG=dc["ADDC_KRB5_CONFIG"])
+    r = subprocess.run(["nsenter", "--net=/run/netns/" + dc["ADDC_NETNS"], "setpriv",
+                        f"--reuid={user.uid}", f"--regid={user.gid}", "--clear-groups",
+                        "kinit", "-c", "FILE:" + str(ccache), f"{principal}@{dc['ADDC_REALM']}"],
+                       input=password, capture_output=True, text=True, env=env, timeout=30)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.fixture
+def krb(addc, mount_factory, request):
+    """A mount of the DC's share with sec=krb5, run in the DC's network namespace, the ticket
+    caches in a directory of the test (krb5-ccache=): ONE holds alice's tickets, TWO bob's,
+    fedfusetest3 none. Returns (mount, the share's folder, the caches' folder)."""
+    # where each user may make their own (the test's folder is root's alone)
+    caches = pathlib.Path(tempfile.mkdtemp(prefix="fedfuse-krb5cc-"))
+    request.addfinalizer(lambda: shutil.rmtree(caches, ignore_errors=True))
+    os.chmod(caches, 0o1777)
+    kinit(addc, User(ONE), "alice", caches / f"krb5cc_{User(ONE).uid}")
+    kinit(addc, User(TWO), "bob", caches / f"krb5cc_{User(TWO).uid}")
+    text = namespace_text([("/k", [addc["ADDC_URI"]],
+                            {"sec": "krb5", "krb5-ccache": str(caches / "krb5cc_%U")})])
+    m = mount_factory(ns_text=text, wrapper=[
+        "nsenter", "--net=/run/netns/" + addc["ADDC_NETNS"],
+        "env", "KRB5_CONFIG=" + addc["ADDC_KRB5_CONFIG"]]).start()
+    m.expect_log(r"Kerberos ticket cache")  # the harness's own calls, as root
+    d = addc["ADDC_DIR"]
+    for sub in ("alice", "bob", "both"):
+        for name in os.listdir(os.path.join(d, sub)):
+            os.unlink(os.path.join(d, sub, name))
+    return m, d, caches
+
+
+def test_kerberos_each_user_with_own_ticket(krb, addc):
+    """sec=krb5: each caller's operations reach the server as the principal of their own
+    ticket cache: their files are that principal's on the server, they may do what it may and
+    nothing more, and the server sees one session per user."""
+    m, d, caches = krb
+    one, two = User(ONE), User(TWO)
+    alice_id = os.stat(os.path.join(d, "alice")).st_uid  # made by alice over SMB
+    bob_id = os.stat(os.path.join(d, "bob")).st_uid
+    assert alice_id != bob_id
+    assert as_user(one, write, "k/alice/a", b"by alice", cwd=m.mnt)
+    assert as_user(two, write, "k/bob/b", b"by bob", cwd=m.mnt)
+    assert os.stat(os.path.join(d, "alice", "a")).st_uid == alice_id
+    assert os.stat(os.path.join(d, "bob", "b")).st_uid == bob_id
+    assert as_user(two, lambda: open("k/alice/a", "rb").read(), cwd=m.mnt) == b"by alice"
+    for user, path in ((one, "k/bob/x"), (two, "k/alice/y")):
+        with pytest.raises(OSError) as e:
+            as_user(user, write, path, b"no", cwd=m.mnt)
+        assert e.value.errno == errno.EACCES, (user.name, path)
+    assert os.listdir(os.path.join(d, "alice")) == ["a"]
+    assert os.listdir(os.path.join(d, "bob")) == ["b"]
+    assert as_user(one, write, "k/both/from-alice", b"1", cwd=m.mnt)
+    assert as_user(two, write, "k/both/from-bob", b"2", cwd=m.mnt)
+    owners = {n: os.stat(os.path.join(d, "both", n)).st_uid
+              for n in os.listdir(os.path.join(d, "both"))}
+    assert owners == {"from-alice": alice_id, "from-bob": bob_id}
+    out = subprocess.run(["smbstatus", "-b", "-s", addc["ADDC_SMB_CONF"]],
+                         capture_output=True, text=True, timeout=30).stdout
+    users = {line.split()[1] for line in out.splitlines()
+             if line.split() and line.split()[0].isdigit()}
+    assert users == {str(alice_id), str(bob_id)}, out
+
+
+def test_kerberos_without_ticket_refused(krb, addc):
+    """A caller without a ticket cache, root included, gets EACCES, and the log says where the
+    daemon looked; so does one whose cache is a symlink to another user's, or not theirs. A
+    ticket got afterwards is taken at a later logon (a refusal is remembered for 2 s)."""
+    m, d, caches = krb
+    three = User("fedfusetest3")
+    mine = caches / f"krb5cc_{three.uid}"
+
+    def refused(why):
+        def once():
+            with pytest.raises(OSError) as e:
+                as_user(three, os.listdir, "k/both", cwd=m.mnt)
+            assert e.value.errno == errno.EACCES
+            return re.search(why, m.log_text())
+        assert wait_until(once, 10.0, 0.2), m.log_text()
+
+    refused(r"no Kerberos ticket cache at %s \(kinit\); uid %d is refused" %
+            (re.escape(str(mine)), three.uid))
+    with pytest.raises(OSError) as e:
+        os.listdir(os.path.join(m.mnt, "k", "both"))
+    assert e.value.errno == errno.EACCES
+    assert os.listdir(os.path.join(d, "both")) == []
+    # another user's cache, through a symlink of this user's: not followed
+    os.symlink(caches / f"krb5cc_{User(TWO).uid}", mine)
+    refused(r"Kerberos ticket cache %s is a symlink" % re.escape(str(mine)))
+    os.unlink(mine)
+    # a copy of it that is not theirs
+    shutil.copyfile(caches / f"krb5cc_{User(TWO).uid}", mine)
+    os.chmod(mine, 0o600)
+    refused(r"Kerberos ticket cache %s is owned by uid 0, not by uid %d" %
+            (re.escape(str(mine)), three.uid))
+    os.unlink(mine)
+    assert os.listdir(os.path.join(d, "both")) == []
+    # their own ticket (for alice): in, as alice
+
+    def writes():
+        try:
+            return as_user(three, write, "k/both/three", b"3", cwd=m.mnt)
+        except PermissionError:
+            return False
+    kinit(addc, three, "alice", mine)
+    assert wait_until(writes, 10.0, 0.2), m.log_text()
+    assert os.stat(os.path.join(d, "both", "three")).st_uid == \
+        os.stat(os.path.join(d, "alice")).st_uid

@@ -996,6 +996,56 @@ static void test_identity_per_user(void)
 	g_free(dir);
 }
 
+/* sec=krb5: each user with their own tickets, so per-user without credentials files;
+ * krb5-ccache= a FILE cache per user. */
+static void test_sec_krb5(void)
+{
+	const struct ff_referral *r;
+	struct ff_namespace *ns;
+
+	ns = load_ok("[/a]\nlocations=smb://nas.example/s\nattr-timeout=60\nsec=krb5\n", NULL,
+		     NULL);
+	r = g_ptr_array_index(ns->referrals, 0);
+	g_assert_true(r->krb5);
+	g_assert_true(r->per_user);
+	g_assert_cmpfloat(r->attr_timeout, ==, 0);
+	g_assert_true(loc_at(r, 0)->spec.krb5);
+	g_assert_true(loc_at(r, 0)->spec.per_user);
+	g_assert_null(loc_at(r, 0)->spec.krb5_ccache); /* the backend's default */
+	ff_namespace_unref(ns);
+	ns = load_ok("[/a]\nlocations=smb://nas.example/s\nsec=krb5\nidentity=per-user\n"
+		     "krb5-ccache=FILE:/run/user/%U/krb5cc\n",
+		     NULL, NULL);
+	r = g_ptr_array_index(ns->referrals, 0);
+	g_assert_cmpstr(loc_at(r, 0)->spec.krb5_ccache, ==, "/run/user/%U/krb5cc");
+	ff_namespace_unref(ns);
+	ns = load_ok("[/a]\nlocations=smb://nas.example/s\nsec=ntlmssp\n", NULL, NULL);
+	g_assert_false(((struct ff_referral *)g_ptr_array_index(ns->referrals, 0))->krb5);
+	ff_namespace_unref(ns);
+
+	expect_load_error("[/a]\nlocations=smb://nas/s\nsec=krb5i\n",
+			  "3: sec: 'krb5i' is not 'ntlmssp' or 'krb5'");
+	expect_load_error("[/a]\nlocations=smb://nas/s\nsec=krb5\nidentity=shared\n",
+			  "1: sec=krb5 in [/a] acts as each user with their own tickets; it cannot "
+			  "be identity=shared");
+	expect_load_error("[/a]\nlocations=smb://nas/s\nsec=krb5\nuser-credentials=a/b\n",
+			  "1: sec=krb5 in [/a] takes each user's Kerberos tickets; credentials, "
+			  "credentials-dir and user-credentials do not go with it");
+	expect_load_error("[/a]\nlocations=smb://nas/s\nkrb5-ccache=/tmp/krb5cc_%U\n",
+			  "1: krb5-ccache in [/a] needs sec=krb5");
+	expect_load_error("[/a]\nlocations=smb://nas/s\nsec=krb5\nkrb5-ccache=/tmp/krb5cc\n",
+			  "4: krb5-ccache: '/tmp/krb5cc' names one file for all users; put %U "
+			  "(uid) or %u (user name) in it");
+	expect_load_error("[/a]\nlocations=smb://nas/s\nsec=krb5\nkrb5-ccache=KEYRING:x%U\n",
+			  "4: krb5-ccache: 'KEYRING:x%U' is not a file cache (only FILE: caches "
+			  "can be read for a user)");
+	expect_load_error("[/a]\nlocations=smb://nas/s\nsec=krb5\nkrb5-ccache=cc_%U\n",
+			  "4: krb5-ccache: 'cc_%U' is not an absolute path");
+	expect_load_error("[/a]\nlocations=smb://nas/s\nsec=krb5\nkrb5-ccache=/t/%U%d\n",
+			  "4: krb5-ccache: '/t/%U%d' has '%d'; only %U (uid), %u (user name) and "
+			  "%% may follow a '%'");
+}
+
 static int check_refuse_smb(const struct ff_location_spec *spec, void *data, char **msg)
 {
 	if (strcmp(spec->scheme, "smb") == 0) {
@@ -1302,6 +1352,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/namespace/error/check-callback", test_error_check);
 	g_test_add_func("/namespace/location/parse", test_location_parse);
 	g_test_add_func("/namespace/identity/per-user", test_identity_per_user);
+	g_test_add_func("/namespace/identity/sec-krb5", test_sec_krb5);
 	g_test_add_func("/namespace/nsdb/groups", test_nsdb);
 	g_test_add_func("/namespace/nsdb/fsn-location", test_nsdb_fsn_location);
 	g_test_add_func("/namespace/robustness/location", test_fuzz_location);
