@@ -154,7 +154,8 @@ SMBCFILE *smb_open_raw(SMBCCTX *ctx, const char *url, int flags, mode_t mode, bo
  * included:
  *  - a failure that took (nearly) the whole timeout is a timeout;
  *  - on a DFS share, ENOENT is checked against the location's root on the same context: when
- *    that fails too, the connection is dead.
+ *    that fails too, the connection is dead;
+ *  - with sec=krb5, EINVAL and EACCES are checked the same way: an expired session.
  */
 int smb_classify(struct smb_loc *loc, struct smb_conn *conn, int rc, gint64 t0)
 {
@@ -175,6 +176,14 @@ int smb_classify(struct smb_loc *loc, struct smb_conn *conn, int rc, gint64 t0)
 			return -ETIMEDOUT;
 		if (smb_stat_raw(conn->ctx, loc->url, &st) != 0)
 			return -ECONNRESET;
+	}
+	if ((rc == -EINVAL || rc == -EACCES) && conn->pool->id->krb5 &&
+	    smb_stat_raw(conn->ctx, loc->url, &st) != 0) {
+		/* A Kerberos session ends when its ticket does: the server answers every request
+		 * NT_STATUS_NETWORK_SESSION_EXPIRED, and libsmbclient cannot log on again by
+		 * itself (see smb_krb5.c). Its location's directory, which the logon reached,
+		 * fails too: the context goes, and the next logon takes the user's new ticket. */
+		return -ECONNRESET;
 	}
 	return rc;
 }

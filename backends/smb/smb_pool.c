@@ -440,6 +440,9 @@ static int smb_conn_new(struct smb_pool *pool, struct smb_conn **out)
 	t0 = g_get_monotonic_time();
 	if (smbc_getFunctionStat(conn->ctx)(conn->ctx, loc->url, &st) < 0) {
 		rc = smb_err(errno);
+		/* SPNEGO without a usable ticket: NT_STATUS_INVALID_PARAMETER */
+		if (pool->id->krb5 && rc == -EINVAL)
+			rc = -EACCES;
 		/* On a DFS share a timeout comes back as ENOENT (see smb_classify()). */
 		if (g_get_monotonic_time() - t0 >= (gint64)loc->timeout_ms * 900)
 			rc = -ETIMEDOUT;

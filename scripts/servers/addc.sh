@@ -4,7 +4,8 @@
 #
 # A Samba Active Directory domain controller (Debian 12's samba-ad-dc), for sec=krb5: realm
 # FEDFUSE.TEST, host dc1.fedfuse.test, provisioned afresh at every start with all its state
-# under $STATE/addc. A DC listens where clients expect it (Kerberos on 88, LDAP, SMB on 445),
+# under $STATE/addc, and /run/samba of its own (a DC whose smbd found winbindd at the machine's
+# socket would talk to whichever winbindd took it last). A DC listens where clients expect it (Kerberos on 88, LDAP, SMB on 445),
 # so it runs in a network namespace of its own (ADDC_NETNS), where its loopback is the only
 # interface: nothing of it is reachable from the machine's own network stack, and nothing there
 # collides with it. A client joins that namespace for its network only (nsenter --net), so that
@@ -102,7 +103,9 @@ addc_start() {
 			--adminpass="$(addc_password)" --targetdir="$d" \
 			--option="interfaces = lo" --option="bind interfaces only = yes" \
 			--option="pid directory = $d/run" --option="log file = $d/log/log.%m" \
-			--option="logging = file" >"$d/provision.log" 2>&1 ||
+			--option="logging = file" --option="ncalrpc dir = $d/run/ncalrpc" \
+			--option="ntp signd socket directory = $d/run/ntp_signd" \
+			--option="usershare path =" >"$d/provision.log" 2>&1 ||
 			addc_fail "samba-tool domain provision failed"
 		cat >>"$d/etc/smb.conf" <<EOF
 
@@ -135,8 +138,14 @@ EOF
 		done
 		chmod 1777 "$d/share"
 		: >"$d/log/samba.out"
-		setsid ip netns exec "$ADDC_NETNS" samba --foreground --no-process-group \
-			-s "$d/etc/smb.conf" </dev/null >>"$d/log/samba.out" 2>&1 &
+		# smbd finds winbindd at a path built into libwbclient (/run/samba/winbindd), not
+		# where smb.conf says: the DC gets a /run/samba of its own, in a mount namespace
+		# of its own, so that it talks to its own winbindd and to no other.
+		mkdir -p /run/samba
+		setsid ip netns exec "$ADDC_NETNS" unshare --mount --propagation private \
+			sh -c 'mount -t tmpfs -o mode=0755 fedfuse-addc /run/samba && exec "$@"' sh \
+			samba --foreground --no-process-group -s "$d/etc/smb.conf" \
+			</dev/null >>"$d/log/samba.out" 2>&1 &
 		addc_wait_port 88 || addc_fail "no KDC on 127.0.0.1:88 in $ADDC_NETNS"
 		addc_wait_port 445 || addc_fail "no smbd on 127.0.0.1:445 in $ADDC_NETNS"
 		pid=$(addc_pid) || addc_fail "samba did not start"

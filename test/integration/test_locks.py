@@ -174,11 +174,9 @@ def test_blocking_lock_waits_for_release(lockfile, holders):
     t.join()
 
 
-def test_blocking_lock_interrupted(lockfile, holders):
-    """A signal ends a blocked F_SETLKW with EINTR, and that request takes no lock later."""
-    path, fd = lockfile
-    h = holders(path, "write", 0, 0)
-    script = r"""
+# A process whose F_SETLKW on argv[1] (a write lock on all of it) a signal ends after 1 s: it
+# prints "interrupted" (or "locked"), then waits for a line on stdin before it exits.
+INTERRUPTED_WAIT = r"""
 import fcntl, os, signal, struct, sys
 def alarm(sig, frame):
     raise TimeoutError
@@ -193,7 +191,13 @@ except TimeoutError:
 sys.stdout.flush()
 sys.stdin.readline()
 """
-    p = subprocess.Popen([sys.executable, "-c", script, path], stdin=subprocess.PIPE,
+
+
+def test_blocking_lock_interrupted(lockfile, holders):
+    """A signal ends a blocked F_SETLKW with EINTR, and that request takes no lock later."""
+    path, fd = lockfile
+    h = holders(path, "write", 0, 0)
+    p = subprocess.Popen([sys.executable, "-c", INTERRUPTED_WAIT, path], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "interrupted"

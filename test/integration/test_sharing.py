@@ -19,7 +19,7 @@ import pytest
 
 from conftest import read_servers_env, uri_below
 from servers_util import PrivateServers, read_locations
-from test_locks import Holder, expect_busy, getlk, setlk
+from test_locks import INTERRUPTED_WAIT, Holder, expect_busy, getlk, setlk
 from util import mkdirs, namespace_text, read_file, wait_until, write_file
 
 SHARED = read_servers_env()
@@ -143,23 +143,6 @@ def test_nfs4_locks_exclude_between_two_mounts(mount_factory):
             "a killed process's lock stayed on the server"
     finally:
         os.close(b)
-
-
-INTERRUPTED_WAIT = r"""
-import fcntl, os, signal, struct, sys
-def alarm(sig, frame):
-    raise TimeoutError
-signal.signal(signal.SIGALRM, alarm)
-fd = os.open(sys.argv[1], os.O_RDWR)
-signal.alarm(1)
-try:
-    fcntl.fcntl(fd, fcntl.F_SETLKW, struct.pack("@hhqqi4x", fcntl.F_WRLCK, 0, 0, 0, 0))
-    print("locked")
-except TimeoutError:
-    print("interrupted")
-sys.stdout.flush()
-sys.stdin.readline()
-"""
 
 
 def test_nfs4_waits_for_another_clients_lock(mount_factory):
