@@ -225,10 +225,10 @@ static int smb_check_server(SMBCCTX *c, SMBCSRV *srv)
 
 static gpointer smb_global_init(gpointer unused)
 {
-	smb_krb5_global_init();
 	const char *dbg = getenv("FEDFUSE_SMB_DEBUG");
 	struct sigaction sa;
 
+	smb_krb5_global_init();
 	if (dbg)
 		smb_debug_level = CLAMP(atoi(dbg), 0, 10);
 
