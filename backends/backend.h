@@ -41,7 +41,7 @@
 #include <fcntl.h>
 
 #define FF_BACKEND_ABI_MAJOR 4 /* incompatible changes bump this; the core refuses others */
-#define FF_BACKEND_ABI_MINOR 6 /* compatible additions (new ops at the end) bump this */
+#define FF_BACKEND_ABI_MINOR 7 /* compatible additions (new ops at the end) bump this */
 #define FF_BACKEND_SYMBOL "fedfuse_backend"
 
 /* An object (file, directory, symlink, ...) inside a location, as the backend represents it.
@@ -97,9 +97,15 @@ struct ff_location_spec {
 	 * keys above are not. A backend without Kerberos refuses it. */
 	bool krb5;
 	const char *krb5_ccache;
+	/* write-behind= (ABI minor 7): MiB of data per open file a backend may have written but
+	 * not yet acknowledged by the server; 0: none (every write() waits for the server); -1:
+	 * not given, the backend's default. Backends without a server (file) ignore it. */
+	int write_behind;
 };
 
 #define FF_KRB5_CCACHE "/tmp/krb5cc_%U" /* where a user's tickets are unless krb5-ccache= says */
+#define FF_WRITE_BEHIND_DEFAULT 8	/* MiB per open file, unless write-behind= says */
+#define FF_WRITE_BEHIND_MAX 1024	/* MiB: the most write-behind= may give */
 
 /* The caller of an operation, from the FUSE request. */
 struct ff_cred {
@@ -378,6 +384,13 @@ struct ff_backend_ops {
 	 * owners still hold. Blocks at most spec->timeout. */
 	int (*server_lock)(void *loc, ff_fh *fh, uint64_t owner, unsigned int how,
 			   struct flock *fl);
+
+	/* ---- write-behind (ABI minor 7) ------------------------------------------------------ */
+
+	/* Bytes of data written through the location that the backend still holds because the
+	 * server has not yet acknowledged them, or not yet put them on stable storage (0 for a
+	 * backend without write-behind). Cheap: the metrics ask it for every location. */
+	uint64_t (*write_behind_bytes)(void *loc);
 };
 
 enum ff_lock_how {

@@ -198,6 +198,11 @@ static int default_server_port(const struct ff_location_spec *spec, char **msg)
 	return 0;
 }
 
+static uint64_t default_write_behind_bytes(void *loc)
+{
+	return 0;
+}
+
 /* How much of struct ff_backend_ops a module built for ABI minor `minor` has: ops are only
  * ever added at the end, and the rest must not be read. */
 static size_t ops_size(unsigned int minor)
@@ -208,6 +213,8 @@ static size_t ops_size(unsigned int minor)
 		return offsetof(struct ff_backend_ops, server_port);
 	if (minor < 5)
 		return offsetof(struct ff_backend_ops, server_lock);
+	if (minor < 7)
+		return offsetof(struct ff_backend_ops, write_behind_bytes);
 	return sizeof(struct ff_backend_ops);
 }
 
@@ -292,6 +299,8 @@ const struct ff_backend_ops *ff_gw_complete_ops(const struct ff_backend_ops *ops
 		o->server_port = default_server_port;
 	if (!o->server_lock)
 		o->server_lock = default_server_lock;
+	if (!o->write_behind_bytes)
+		o->write_behind_bytes = default_write_behind_bytes;
 	return o;
 }
 
@@ -625,6 +634,11 @@ int ff_gw_lock_fd(struct ff_mount *m, ff_node *node)
 	if (rc == 0)
 		rc = m->be->ops->lock_fd(m->ctx, node);
 	return account(m, FF_OP_OTHER, rc, start);
+}
+
+uint64_t ff_gw_write_behind_bytes(struct ff_mount *m, void *ctx)
+{
+	return m->be->ops->write_behind_bytes(ctx);
 }
 
 bool ff_gw_server_locks(struct ff_mount *m, void *ctx)

@@ -94,6 +94,8 @@ int ff_gw_lock_fd(struct ff_mount *m, ff_node *node); /* EOPNOTSUPP */
 bool ff_gw_has_lock_fd(const struct ff_backend *be);
 /* Whether the location of a new context `ctx` keeps locks on its server (server_lock). */
 bool ff_gw_server_locks(struct ff_mount *m, void *ctx);
+/* Bytes written to the location that its backend still holds (write-behind). */
+uint64_t ff_gw_write_behind_bytes(struct ff_mount *m, void *ctx);
 int ff_gw_server_lock(struct ff_mount *m, ff_fh *fh, uint64_t owner, unsigned int how,
 		      struct flock *fl); /* EOPNOTSUPP */
 

@@ -32,8 +32,8 @@ struct ff_location {
  * name of letters, digits, '-', '_' and '.', port 0, and a path (after %-decoding) that is
  * empty, holds NUL or control characters, or is not absolute and normalised. On success the
  * scheme is in lower case, an empty host or query is NULL, the spec's options hold defaults
- * (timeout 15 s, read-write, no credentials, uid/gid unset, modes 0755) for the caller to
- * override, and loc->line is 0. */
+ * (timeout 15 s, read-write, no credentials, uid/gid unset, modes 0755, write-behind not
+ * given: -1) for the caller to override, and loc->line is 0. */
 #define FF_LOCATION_URI_MAX 4096
 bool ff_location_parse(const char *uri, struct ff_location *loc, char **msg);
 void ff_location_clear(struct ff_location *loc);

@@ -227,6 +227,13 @@ void ff_metrics_append_locations(const struct ff_metrics_location *locs, guint n
 		sample_start(out, "fedfuse_location_up", &locs[i]);
 		g_string_append_printf(out, "} %d\n", locs[i].state == FF_MOUNT_UP);
 	}
+	family(out, "fedfuse_location_write_behind_bytes", "gauge",
+	       "Data written to a location that is not yet on its server's stable storage "
+	       "(write-behind=): in flight, awaiting COMMIT, or to be sent again.");
+	for (guint i = 0; i < n; i++) {
+		sample_start(out, "fedfuse_location_write_behind_bytes", &locs[i]);
+		g_string_append_printf(out, "} %" G_GUINT64_FORMAT "\n", locs[i].write_behind);
+	}
 }
 
 void ff_metrics_append_value(GString *out, const char *name, const char *type, const char *help,

@@ -33,6 +33,7 @@ struct ff_metrics_location {
 	const char *uri;     /* its location */
 	int state;	     /* enum ff_mount_state */
 	const struct ff_metrics *mx;
+	uint64_t write_behind; /* bytes the backend holds, not yet on the server's stable storage */
 };
 
 /* Every per-location family, each with all its locations' samples. */

@@ -81,6 +81,13 @@ static gpointer connector(gpointer data)
 						      ? " with user-credentials"
 						      : "",
 					      be->abi_minor);
+		} else if (m->loc.spec.write_behind >= 0 && be->abi_minor < 7u) {
+			/* it would not know the namespace's bound, and hold back what it
+			 * pleases (or nothing where write-behind=0 asked for nothing) */
+			rc = -EOPNOTSUPP;
+			msg = g_strdup_printf("%s: its backend module predates write-behind= "
+					      "(ABI minor %u)",
+					      m->loc.spec.uri, be->abi_minor);
 		} else {
 			rc = ff_gw_mount(m, notify, &ctx, &msg);
 		}
@@ -299,14 +306,14 @@ void ff_mounts_free(struct ff_mounts *mounts)
 /* Everything that changes how a location is reached makes it a different mount. */
 static char *mount_key(const char *ns_path, const struct ff_location_spec *s, double attr_timeout)
 {
-	return g_strdup_printf("%s|%s|%g|%g|%d|%d|%s|%d:%u|%d:%u|%o|%o|%d|%s|%s|%d|%s",
+	return g_strdup_printf("%s|%s|%g|%g|%d|%d|%s|%d:%u|%d:%u|%o|%o|%d|%s|%s|%d|%s|%d",
 			       ns_path ? ns_path : "junction", s->uri, attr_timeout, s->timeout,
 			       s->read_only, s->watch, s->credentials ? s->credentials : "",
 			       s->uid_set, (unsigned)s->uid, s->gid_set, (unsigned)s->gid,
 			       (unsigned)s->file_mode, (unsigned)s->dir_mode, s->per_user,
 			       s->credentials_dir ? s->credentials_dir : "",
 			       s->user_credentials ? s->user_credentials : "", s->krb5,
-			       s->krb5_ccache ? s->krb5_ccache : "");
+			       s->krb5_ccache ? s->krb5_ccache : "", s->write_behind);
 }
 
 /* Deep copy of a location: the namespace that owns the original may be freed by a reload. */
@@ -359,6 +366,8 @@ struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 		spec.user_credentials = parent->loc.spec.user_credentials;
 		spec.krb5 = parent->loc.spec.krb5;
 		spec.krb5_ccache = parent->loc.spec.krb5_ccache;
+		/* and its writes are held back as the referral's are */
+		spec.write_behind = parent->loc.spec.write_behind;
 	}
 	key = mount_key(ns_path, &spec, attr_timeout);
 
@@ -400,6 +409,7 @@ struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 		g_free((char *)m->loc.spec.krb5_ccache);
 		m->loc.spec.krb5_ccache = g_strdup(spec.krb5_ccache);
 	}
+	m->loc.spec.write_behind = spec.write_behind;
 	m->loc.spec.attr_timeout = attr_timeout;
 	g_mutex_init(&m->lock);
 	g_cond_init(&m->connected);
@@ -746,10 +756,17 @@ void ff_mounts_describe_metrics(struct ff_mounts *mounts, GString *out)
 	for (GList *l = mounts->list.head; l; l = l->next) {
 		struct ff_mount *m = l->data;
 		struct ff_metrics_location loc = { m->ns_path, m->loc.spec.uri,
-						   g_atomic_int_get(&m->state), m->metrics };
+						   g_atomic_int_get(&m->state), m->metrics, 0 };
+		void *ctx;
 
-		if (m->ns_path && m->own_metrics)
-			g_array_append_val(locs, loc);
+		if (!m->ns_path || !m->own_metrics)
+			continue;
+		g_mutex_lock(&m->lock);
+		ctx = m->ctx;
+		g_mutex_unlock(&m->lock);
+		if (ctx && m->be)
+			loc.write_behind = ff_gw_write_behind_bytes(m, ctx);
+		g_array_append_val(locs, loc);
 	}
 	ff_metrics_append_locations((struct ff_metrics_location *)locs->data, locs->len, out);
 	ff_metrics_append_value(out, "fedfuse_mounts", "gauge",

@@ -66,7 +66,8 @@ struct spec_opts {
 };
 
 static const char *const settings_keys[] = {
-	"junction-cache-ttl", "attr-timeout", "timeout", "watch", "nsdb-stale-grace", NULL,
+	"junction-cache-ttl", "attr-timeout", "timeout", "watch",
+	"nsdb-stale-grace",   "write-behind", NULL,
 };
 static const char *const nsdb_keys[] = { "security", "ca-file", "replicas", NULL };
 static const char *const referral_keys[] = {
@@ -86,6 +87,7 @@ static const char *const referral_keys[] = {
 	"user-credentials",
 	"sec",
 	"krb5-ccache",
+	"write-behind",
 	NULL,
 };
 
@@ -465,6 +467,20 @@ static bool parse_seconds(struct loader *ld, const struct scan_key *k, const cha
 	return true;
 }
 
+/* write-behind=: whole MiB from 0 to FF_WRITE_BEHIND_MAX, in plain decimal digits. */
+static bool parse_write_behind(struct loader *ld, const struct scan_key *k, const char *v, int *out)
+{
+	guint64 n = 0;
+
+	if (v[0] == '\0' || strspn(v, "0123456789") != strlen(v) ||
+	    !g_ascii_string_to_unsigned(v, 10, 0, FF_WRITE_BEHIND_MAX, &n, NULL))
+		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
+			    "%s: '%s' is not a whole number of MiB from 0 to %d", k->name, v,
+			    FF_WRITE_BEHIND_MAX);
+	*out = (int)n;
+	return true;
+}
+
 /* GKeyFile's booleans: true, false, 1, 0. */
 static bool parse_bool(struct loader *ld, const struct scan_key *k, const char *v, bool *out)
 {
@@ -770,6 +786,8 @@ static bool load_settings(struct loader *ld, const struct scan_group *g)
 			ok = parse_bool(ld, k, v, &ns->watch);
 		else if (strcmp(k->name, "nsdb-stale-grace") == 0)
 			ok = parse_seconds(ld, k, v, true, &ns->nsdb_stale_grace);
+		else if (strcmp(k->name, "write-behind") == 0)
+			ok = parse_write_behind(ld, k, v, &ns->write_behind);
 		else
 			ok = parse_seconds(ld, k, v, false, &ns->timeout);
 		g_free(v);
@@ -794,6 +812,8 @@ static bool referral_key(struct loader *ld, const struct scan_key *k, const char
 		return parse_seconds(ld, k, v, false, &r->timeout);
 	if (strcmp(name, "attr-timeout") == 0)
 		return parse_seconds(ld, k, v, true, &r->attr_timeout);
+	if (strcmp(name, "write-behind") == 0)
+		return parse_write_behind(ld, k, v, &r->write_behind);
 	if (strcmp(name, "file-mode") == 0)
 		return parse_mode(ld, k, v, &o->file_mode);
 	if (strcmp(name, "dir-mode") == 0)
@@ -886,6 +906,7 @@ static bool finish_locations(struct loader *ld, struct ff_referral *r, const str
 		spec->user_credentials = r->user_credentials;
 		spec->krb5 = r->krb5;
 		spec->krb5_ccache = r->krb5_ccache;
+		spec->write_behind = r->write_behind;
 		if (!ld->check)
 			continue;
 		rc = ld->check(spec, ld->check_data, &msg);
@@ -930,6 +951,7 @@ static bool load_referral(struct loader *ld, const struct scan_group *g)
 	r->timeout = ld->ns->timeout;
 	r->attr_timeout = ld->ns->attr_timeout;
 	r->watch = ld->ns->watch;
+	r->write_behind = ld->ns->write_behind;
 	r->on_unreachable = FF_UNREACHABLE_ERROR;
 	g_ptr_array_add(ld->ns->referrals, r); /* the namespace frees it, also on error */
 
@@ -1102,6 +1124,7 @@ static struct ff_namespace *namespace_new(const char *file)
 	ns->attr_timeout = DEFAULT_ATTR_TIMEOUT;
 	ns->timeout = FF_DEFAULT_TIMEOUT;
 	ns->watch = true;
+	ns->write_behind = -1;
 	ns->nsdb_stale_grace = FF_NSDB_STALE_GRACE;
 	ns->nsdbs = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, ff_nsdb_conf_free);
 	ns->referrals = g_ptr_array_new_with_free_func(referral_free);

@@ -240,6 +240,8 @@ static void describe_node(GString *out, const struct ff_ns_node *node)
 		if (r->krb5)
 			g_string_append_printf(out, " sec=krb5 krb5-ccache=%s",
 					       r->krb5_ccache ? r->krb5_ccache : FF_KRB5_CCACHE);
+		if (r->write_behind >= 0)
+			g_string_append_printf(out, " write-behind=%d", r->write_behind);
 		if (spec->uid_set)
 			g_string_append_printf(out, " uid=%u", (unsigned int)spec->uid);
 		if (spec->gid_set)
@@ -285,6 +287,8 @@ char *ff_namespace_describe(const struct ff_namespace *ns)
 	g_string_append_printf(out, "\nwatch=%s\n", ns->watch ? "true" : "false");
 	append_seconds(out, "nsdb-stale-grace", ns->nsdb_stale_grace);
 	g_string_append_c(out, '\n');
+	if (ns->write_behind >= 0)
+		g_string_append_printf(out, "write-behind=%d\n", ns->write_behind);
 	describe_nsdbs(out, ns);
 	describe_node(out, ns->root);
 	return g_string_free(out, FALSE);

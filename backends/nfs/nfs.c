@@ -304,6 +304,8 @@ static void loc_free(struct nfs_loc *loc)
 	if (loc->locks)
 		g_hash_table_destroy(loc->locks);
 	g_mutex_clear(&loc->locks_lock);
+	g_hash_table_destroy(loc->wb_files);
+	g_mutex_clear(&loc->wb_lock);
 	g_mutex_clear(&loc->node_lock);
 	g_free(loc);
 }
@@ -385,6 +387,10 @@ static int nfs_mount_loc(const struct ff_location_spec *spec, const struct ff_no
 	g_mutex_init(&loc->locks_lock);
 	loc->locks =
 		g_hash_table_new_full(nfs_lockref_hash, nfs_lockref_equal, nfs_lockref_free, NULL);
+	loc->wb_bytes = (spec->write_behind < 0 ? FF_WRITE_BEHIND_DEFAULT : spec->write_behind)
+			<< 20;
+	g_mutex_init(&loc->wb_lock);
+	loc->wb_files = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)g_ptr_array_unref);
 	nfs_pool_init(loc);
 	rc = mount_probe(loc, spec->path, msg);
 	if (rc)
@@ -468,6 +474,7 @@ static const struct ff_backend_ops nfs_ops = {
 	.attach = nfs_attach,
 	.server_port = nfs_server_port,
 	.server_lock = nfs_server_lock,
+	.write_behind_bytes = nfs_write_behind_bytes,
 };
 
 __attribute__((visibility("default"))) const struct ff_backend fedfuse_backend = {

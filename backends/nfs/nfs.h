@@ -46,8 +46,6 @@ void rpc_set_autoreconnect(struct rpc_context *rpc, int num_retries);
 #define NFS_IDLE_SECONDS 30   /* an idle context older than this is closed (NFSv4 leases) */
 #define NFS_MAX_GROUPS 16     /* AUTH_SYS carries at most 16 supplementary groups */
 #define NFS4_WRITE_CHUNK 3584 /* libnfs 4.0 cannot encode an NFSv4 WRITE of 4 KiB (see nfs_v4.c) */
-#define NFS4_WRITE_DEPTH 32   /* ...and how many of those are kept in flight */
-#define NFS_WRITE_DEPTH 4     /* WRITEs of the server's wsize kept in flight */
 #define NFS_XFER_MAX (1024 * 1024) /* libnfs 4.0 rejects RPC replies above 1 MiB + 4 KiB */
 
 /* The caller's identity as AUTH_SYS carries it; the key of a set of pooled contexts. */
@@ -107,6 +105,11 @@ struct nfs_loc {
 	struct nfs4_renewer *renewer; /* NFSv4: keeps leases alive (nfs_v4_renew.c) */
 	GMutex locks_lock;	      /* serialises server locks; guards: */
 	GHashTable *locks;	      /* NFSv4: struct nfs_lockref (nfs_file.c) */
+	int wb_bytes;		      /* write-behind window per file (0: none) */
+	GMutex wb_lock;		      /* guards: */
+	GHashTable *wb_files;	      /* struct ff_pathnode * -> GPtrArray of struct nfs_wb * */
+	gint wb_count;		      /* files in wb_files (atomic) */
+	int64_t wb_kept;	      /* bytes kept by its files (atomic) */
 };
 
 /* A node reference: one reference to a path node (backends/pathtree), the object named by its path
@@ -252,6 +255,8 @@ int nfs_map_error(struct nfs_context *nfs, int rc);
 /* -errno for an NFSv3 or NFSv4 status number. */
 int nfs3_status_errno(int status);
 int nfs4_status_errno(int status);
+/* Does this NFSv4 status mean that the client's or an open's state is gone? */
+bool nfs4_status_lost_state(int status);
 /* The name of an NFSv4 status without its NFS4ERR_ prefix ("NOENT"). */
 const char *nfs4_status_name(int status);
 /* Does this NFSv4 error mean an open stateid is no longer good (reopen and retry)? */
@@ -341,52 +346,66 @@ int nfs_sync_lutimes(struct nfs_context *nfs, const char *path, struct timeval *
 
 /* ---- nfs_write.c ------------------------------------------------------------------------- */
 
-#define NFS_VERF_SIZE 8 /* NFS3_WRITEVERFSIZE, NFS4_VERIFIER_SIZE */
+#define NFS_VERF_SIZE 8		      /* NFS3_WRITEVERFSIZE, NFS4_VERIFIER_SIZE */
+#define NFS_WB_KEPT_MIN (8u << 20)    /* a file keeps up to 4 windows, and at least this, ... */
+#define NFS_WB_TOTAL_MAX (512u << 20) /* ...and all files together this: then COMMIT */
 
-/* What the UNSTABLE WRITEs since the last COMMIT were promised: the server's write verifier,
- * and whether it changed between them (the server restarted in the middle). */
-struct nfs_wverf {
-	char verf[NFS_VERF_SIZE];
-	bool set;
-	bool changed;
-};
+/* A file's WRITEs not yet on the server's stable storage (write-behind). */
+struct nfs_wb;
+/* One of them: the private data of its RPC while in flight. */
+struct nfs_wbent;
 
-struct nfs_wpipe;
-
-/* One WRITE in flight: the private data of its RPC. */
-struct nfs_wchunk {
-	struct nfs_wpipe *pipe;
-	uint64_t off;
-	size_t len;
-};
-
-/* What to write to, and how one chunk is sent: `send` encodes a WRITE of ch->len bytes at
- * ch->off from `data` (copied at once) whose callback ends in nfs_wchunk_done(). */
+/* What to write to, and how one WRITE is sent: `send` encodes a WRITE of e's bytes from
+ * `data` (copied at once) whose callback ends in nfs_wchunk_done(). */
 struct nfs_wtarget {
-	int (*send)(struct nfs_conn *conn, const struct nfs_wtarget *t, struct nfs_wchunk *ch,
-		    const void *data);
+	int (*send)(struct nfs_conn *conn, const struct nfs_wtarget *t, struct nfs_wbent *e,
+		    uint64_t off, size_t len, const void *data);
 	const char *fh; /* the file's filehandle */
 	unsigned int fhlen;
 	const void *stateid; /* NFSv4: the open's stateid4 */
 	bool sync;	     /* FILE_SYNC, else UNSTABLE (COMMIT follows) */
 	size_t chunk;	     /* bytes per WRITE */
-	int depth;	     /* WRITEs in flight */
 };
 
-/* Write `size` bytes at `off`, `t->depth` chunks in flight, rewriting after a short WRITE.
- * Returns `size` or the first error: a WRITE's own status (-ENOSPC, -EDQUOT...), or
- * -ETIMEDOUT, -EINTR, -ECONNRESET from the event loop. The verifiers of UNSTABLE replies go
- * into `verf`. */
-ssize_t nfs_write_chunks(struct nfs_conn *conn, const struct nfs_wtarget *t, uint64_t off,
-			 size_t size, const void *buf, struct nfs_wverf *verf, gint64 deadline);
-/* A chunk's reply: `err` 0 or its -errno; `count` bytes written; `stable`: FILE_SYNC (no
- * COMMIT needed, `verf` unused). Frees `ch`. */
-void nfs_wchunk_done(struct nfs_wchunk *ch, int err, size_t count, bool stable,
+/* A file opened for writing on `node`, known to the location until nfs_wb_free(). */
+struct nfs_wb *nfs_wb_new(struct nfs_loc *loc, struct ff_pathnode *node);
+void nfs_wb_free(struct nfs_loc *loc, struct nfs_wb *wb);
+/* Copy `size` bytes for writing at `off` and send them, in WRITEs of t->chunk, on `conn`
+ * (leased); their replies come whenever the context is served. 0, or -ENOMEM. */
+int nfs_wb_write(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_wtarget *t,
+		 uint64_t off, size_t size, const void *buf);
+/* Send again, on `conn`, the WRITEs lost with a connection or dropped by a restarted server;
+ * the file's error when one of them was lost too often. */
+int nfs_wb_resend(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_wtarget *t);
+/* Serve the contexts the file's WRITEs are in flight on until at most `limit` bytes are.
+ * Contexts that fail are retired and their WRITEs kept for nfs_wb_resend(). 0; -EINTR or
+ * -ETIMEDOUT at `deadline`; -ETIMEDOUT when the server answered nothing within the location's
+ * timeout (then also the file's error). Never called while holding a lease. */
+int nfs_wb_wait(struct nfs_loc *loc, struct nfs_wb *wb, uint64_t limit, gint64 deadline);
+/* After a COMMIT that answered `verf`: UNSTABLE WRITEs with that verifier are done; the others
+ * are to be sent again (-EAGAIN; logged). */
+int nfs_wb_committed(struct nfs_loc *loc, struct nfs_wb *wb, const char verf[NFS_VERF_SIZE]);
+/* The file's first write error (sticky), or 0. */
+int nfs_wb_error(struct nfs_wb *wb);
+/* Make `err` the file's error unless it has one. */
+void nfs_wb_fail(struct nfs_wb *wb, int err);
+/* Bytes kept: in flight, unstable or to be sent again. */
+uint64_t nfs_wb_kept(struct nfs_wb *wb);
+/* Bytes kept by the whole daemon; by the files of a location (the backend's
+ * write_behind_bytes()). */
+uint64_t nfs_wb_total_kept(void);
+uint64_t nfs_write_behind_bytes(void *loc);
+/* Anything to send again; with `unstable_too`, or to COMMIT. */
+bool nfs_wb_pending(struct nfs_wb *wb, bool unstable_too);
+/* A WRITE's reply: `err` 0 or its -errno (-ECONNRESET: the connection broke; -ENOTCONN: the
+ * server forgot the NFSv4 open); `count` bytes written; `stable`: FILE_SYNC (`verf` unused). */
+void nfs_wchunk_done(struct nfs_wbent *e, int err, size_t count, bool stable,
 		     const char verf[NFS_VERF_SIZE]);
-void nfs_wverf_add(struct nfs_wverf *w, const char verf[NFS_VERF_SIZE]);
-/* After a COMMIT that answered `verf`: -EIO (logged, naming `uri`) when the server restarted
- * since the WRITEs of `w`, else 0. Resets `w`. */
-int nfs_wverf_commit(struct nfs_wverf *w, const char verf[NFS_VERF_SIZE], const char *uri);
+/* Wait until no file of `node` has WRITEs in flight (reads and attributes then see them);
+ * 0 or -EINTR. */
+int nfs_wb_node_wait(struct nfs_loc *loc, struct ff_pathnode *node, gint64 deadline);
+/* Raise st_size to the end of the node's WRITEs not yet answered. */
+void nfs_wb_node_size(struct nfs_loc *loc, struct ff_pathnode *node, struct stat *st);
 
 /* ---- nfs_v3.c ---------------------------------------------------------------------------- */
 
@@ -400,10 +419,8 @@ int nfs3_link(struct nfs_context *nfs, const char *path, const char *newdir, con
 /* Bring a time into what NFSv3 carries (unsigned 32-bit seconds). */
 void nfs3_time_clamp(struct timespec *ts);
 
-/* WRITE3s of the server's wsize, NFS_WRITE_DEPTH in flight (see nfs_write_chunks());
- * `sync`: FILE_SYNC, else UNSTABLE (COMMIT follows). */
-ssize_t nfs3_file_write(struct nfs_conn *conn, struct nfsfh *fh, uint64_t off, size_t size,
-			const void *buf, bool sync, struct nfs_wverf *verf, gint64 deadline);
+/* How WRITE3s of the server's wsize are sent for `fh`; `sync`: FILE_SYNC, else UNSTABLE. */
+void nfs3_wtarget(struct nfs_conn *conn, struct nfsfh *fh, bool sync, struct nfs_wtarget *t);
 /* COMMIT3 of the whole file; `verf` gets the server's write verifier. */
 int nfs3_file_commit(struct nfs_context *nfs, struct nfsfh *fh, char verf[NFS_VERF_SIZE]);
 
@@ -465,10 +482,9 @@ int nfs4_file_getattr(struct nfs_conn *conn, struct nfs4_file *f, struct stat *s
 /* One READ of at most `size` bytes; returns what came (0 at the end). */
 ssize_t nfs4_file_read(struct nfs_conn *conn, struct nfs4_file *f, uint64_t off, size_t size,
 		       void *buf);
-/* Write through NFS4_WRITE_CHUNK-byte WRITEs, NFS4_WRITE_DEPTH of them in flight (see
- * nfs_write_chunks()); `sync`: FILE_SYNC4, else UNSTABLE4 (COMMIT follows). */
-ssize_t nfs4_file_write(struct nfs_conn *conn, struct nfs4_file *f, uint64_t off, size_t size,
-			const void *buf, bool sync, struct nfs_wverf *verf, gint64 deadline);
+/* How WRITEs are sent for the open `f`: of the server's maxwrite, or NFS4_WRITE_CHUNK bytes
+ * where libnfs' own buffer must hold them; `sync`: FILE_SYNC4, else UNSTABLE4. */
+void nfs4_wtarget(struct nfs_conn *conn, struct nfs4_file *f, bool sync, struct nfs_wtarget *t);
 /* COMMIT of the whole file; `verf` gets the server's write verifier. */
 int nfs4_file_commit(struct nfs_conn *conn, struct nfs4_file *f, char verf[NFS_VERF_SIZE]);
 /* Free a context's client identity. */

@@ -158,6 +158,7 @@ int nfs_readdir_node(void *l, const struct ff_cred *cred, ff_node *node, ff_dh *
 		if (plus && e->full) {
 			child = nfs_child_node(loc, node, e->name);
 			nfs_node_seen(loc, child, &e->st);
+			nfs_wb_node_size(loc, nfs_pnode(child), &e->st);
 		}
 		r = fill(buf, e->name, &e->st, (off_t)i + 1, child, false);
 		if (r == FF_FILL_FULL)

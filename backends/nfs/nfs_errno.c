@@ -132,6 +132,14 @@ int nfs4_status_errno(int status)
 	return -EIO;
 }
 
+bool nfs4_status_lost_state(int status)
+{
+	for (size_t i = 0; i < G_N_ELEMENTS(nfs_statuses); i++)
+		if (nfs_statuses[i].v4 == status)
+			return nfs_statuses[i].lost_state;
+	return false;
+}
+
 const char *nfs4_status_name(int status)
 {
 	for (size_t i = 0; i < G_N_ELEMENTS(nfs_statuses); i++)

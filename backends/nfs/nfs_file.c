@@ -33,10 +33,8 @@ struct nfs_handle {
 	struct nfs_ident ident;	  /* who opened it */
 	int flags;		  /* O_ACCMODE | O_SYNC, for reopening */
 	bool append;
-	bool dirty;	       /* written since the last COMMIT */
-	int error;	       /* a write error not yet reported by flush */
-	struct nfs_wverf verf; /* what the UNSTABLE WRITEs since the last COMMIT were told */
-	gint nlocks;	       /* lock owners whose locks it carries (loc->locks) */
+	struct nfs_wb *wb; /* opened for writing: its WRITEs not yet on stable storage */
+	gint nlocks;	   /* lock owners whose locks it carries (loc->locks) */
 };
 
 /* One lock owner's locks on one file, and the handle they are held through. */
@@ -157,6 +155,8 @@ static struct nfs_handle *handle_new(struct nfs_loc *loc, struct nfs_conn *conn,
 	nfs_ident_from_cred(&h->ident, cred);
 	h->flags = flags & (O_ACCMODE | O_SYNC | O_DSYNC);
 	h->append = flags & O_APPEND;
+	if ((flags & O_ACCMODE) != O_RDONLY)
+		h->wb = nfs_wb_new(loc, h->node);
 	return h;
 }
 
@@ -213,7 +213,9 @@ int nfs_handle_getattr(struct nfs_loc *loc, struct nfs_handle *h, struct stat *s
 	int rc;
 
 	g_mutex_lock(&h->lock);
-	rc = handle_begin(loc, h, deadline);
+	rc = nfs_wb_node_wait(loc, h->node, deadline); /* the size the kernel was told */
+	if (rc == 0)
+		rc = handle_begin(loc, h, deadline);
 	if (rc)
 		goto out_unlock;
 	if (h->f4) {
@@ -306,10 +308,11 @@ ssize_t nfs_read_file(void *l, ff_fh *fhv, void *buf, size_t size, off_t off)
 	struct nfs_handle *h = (struct nfs_handle *)fhv;
 	gint64 deadline = nfs_deadline(loc);
 	size_t done = 0;
-	ssize_t rc = 0;
+	ssize_t rc;
 
 	g_mutex_lock(&h->lock);
-	for (int attempt = 0; attempt < 2; attempt++) {
+	rc = nfs_wb_node_wait(loc, h->node, deadline); /* a read sees what was written */
+	for (int attempt = 0; attempt < 2 && rc == 0; attempt++) {
 		rc = handle_begin(loc, h, deadline);
 		if (rc)
 			break;
@@ -339,34 +342,74 @@ ssize_t nfs_read_file(void *l, ff_fh *fhv, void *buf, size_t size, off_t off)
 	return rc < 0 && done == 0 ? rc : (ssize_t)done;
 }
 
-static ssize_t write_locked(struct nfs_loc *loc, struct nfs_handle *h, const void *buf, size_t size,
-			    off_t off, gint64 deadline)
+static void handle_target(struct nfs_handle *h, struct nfs_wtarget *t)
 {
-	struct nfs_context *nfs = h->conn->nfs;
-	int rc;
+	bool sync = h->flags & (O_SYNC | O_DSYNC);
 
-	if (h->f4) {
-		if (h->append) {
-			struct stat st;
+	if (h->f4)
+		nfs4_wtarget(h->conn, h->f4, sync, t);
+	else
+		nfs3_wtarget(h->conn, h->fh, sync, t);
+}
 
-			rc = nfs4_file_getattr(h->conn, h->f4, &st);
-			if (rc)
-				return rc;
-			off = st.st_size;
-		}
-		return nfs4_file_write(h->conn, h->f4, (uint64_t)off, size, buf,
-				       h->flags & (O_SYNC | O_DSYNC), &h->verf, deadline);
-	}
-	if (h->append) {
-		struct nfs_stat_64 s;
+/* COMMIT on the handle's context (leased); `verf` gets the server's write verifier. */
+static int commit_leased(struct nfs_handle *h, char verf[NFS_VERF_SIZE])
+{
+	if (h->f4)
+		return nfs4_file_commit(h->conn, h->f4, verf);
+	return nfs3_file_commit(h->conn->nfs, h->fh, verf);
+}
 
-		rc = nfs_sync_fstat64(nfs, h->fh, &s);
-		if (rc < 0)
+static int settle_once(struct nfs_loc *loc, struct nfs_handle *h, bool commit, gint64 deadline);
+
+/* Wait for every WRITE of the file in flight, send again what was lost, and with `commit`
+ * COMMIT until the server holds it all on stable storage. The file's error, or 0; a failure
+ * (but an interruption) becomes the file's error: its data may not be on the server. Called
+ * with h->lock held. */
+static int settle(struct nfs_loc *loc, struct nfs_handle *h, bool commit, gint64 deadline)
+{
+	int rc = settle_once(loc, h, commit, deadline);
+
+	if (rc && rc != -EINTR)
+		nfs_wb_fail(h->wb, rc);
+	return rc;
+}
+
+static int settle_once(struct nfs_loc *loc, struct nfs_handle *h, bool commit, gint64 deadline)
+{
+	for (int round = 0;; round++) {
+		char verf[NFS_VERF_SIZE];
+		struct nfs_wtarget t;
+		bool resend;
+		int rc;
+
+		rc = nfs_wb_wait(loc, h->wb, 0, deadline);
+		if (rc == 0)
+			rc = nfs_wb_error(h->wb);
+		if (rc)
 			return rc;
-		off = (off_t)s.nfs_size;
+		resend = nfs_wb_pending(h->wb, false);
+		if (!resend && !(commit && nfs_wb_pending(h->wb, true)))
+			return 0;
+		if (round > 2 * 3) /* each WRITE is sent at most three times (nfs_write.c) */
+			return -EIO;
+		rc = handle_begin(loc, h, deadline);
+		if (rc)
+			return rc;
+		handle_target(h, &t);
+		if (resend) {
+			rc = nfs_wb_resend(h->wb, h->conn, &t);
+		} else {
+			rc = commit_leased(h, verf);
+			if (rc == 0)
+				nfs_wb_committed(loc, h->wb,
+						 verf); /* -EAGAIN: sent again next round */
+		}
+		if (handle_end(h, rc) || ff_errno_is_connection(rc))
+			continue; /* reopened on a fresh context next round */
+		if (rc)
+			return rc;
 	}
-	return nfs3_file_write(h->conn, h->fh, (uint64_t)off, size, buf,
-			       h->flags & (O_SYNC | O_DSYNC), &h->verf, deadline);
 }
 
 ssize_t nfs_write_file(void *l, const struct ff_cred *cred, ff_fh *fhv, const void *buf,
@@ -375,72 +418,77 @@ ssize_t nfs_write_file(void *l, const struct ff_cred *cred, ff_fh *fhv, const vo
 	struct nfs_loc *loc = l;
 	struct nfs_handle *h = (struct nfs_handle *)fhv;
 	gint64 deadline = nfs_deadline(loc);
-	ssize_t rc = 0;
+	uint64_t window = (h->flags & (O_SYNC | O_DSYNC)) ? 0 : (uint64_t)loc->wb_bytes;
+	uint64_t keep = MAX(4 * window, NFS_WB_KEPT_MIN);
+	ssize_t rc;
 
 	if (size > INT_MAX)
 		size = INT_MAX & ~4095;
+	if (h->append)
+		window = 0; /* an append must know where the file ends */
 	g_mutex_lock(&h->lock);
-	for (int attempt = 0; attempt < 2; attempt++) {
+	/* Room in the window: at most `window` bytes in flight once these are sent. */
+	rc = nfs_wb_wait(loc, h->wb, window > size ? window - size : 0, deadline);
+	if (rc == 0)
+		rc = nfs_wb_error(h->wb);
+	/* Room for keeping them: COMMIT what the server has, and let it go. */
+	if (rc == 0 &&
+	    (nfs_wb_kept(h->wb) + size > keep || nfs_wb_total_kept() + size > NFS_WB_TOTAL_MAX))
+		rc = settle(loc, h, true, deadline);
+	for (int attempt = 0; attempt < 2 && rc == 0; attempt++) {
+		struct nfs_wtarget t;
+
 		rc = handle_begin(loc, h, deadline);
 		if (rc)
 			break;
-		rc = write_locked(loc, h, buf, size, off, deadline);
-		if (rc >= 0)
-			h->dirty = true;
-		if (!handle_end(h, rc < 0 ? (int)rc : 0))
+		if (h->append) {
+			struct stat st = { .st_size = 0 };
+			struct nfs_stat_64 s = { .nfs_size = 0 };
+
+			if (h->f4) {
+				rc = nfs4_file_getattr(h->conn, h->f4, &st);
+				off = st.st_size;
+			} else {
+				rc = nfs_sync_fstat64(h->conn->nfs, h->fh, &s);
+				off = (off_t)s.nfs_size;
+			}
+		}
+		if (rc == 0) {
+			handle_target(h, &t);
+			rc = nfs_wb_write(h->wb, h->conn, &t, (uint64_t)off, size, buf);
+		}
+		if (!handle_end(h, (int)rc))
 			break;
 	}
+	/* Without a window, the write is answered by the server first. */
+	if (rc == 0 && window == 0)
+		rc = settle(loc, h, false, deadline);
+	if (rc == 0)
+		rc = nfs_wb_error(h->wb);
 	g_mutex_unlock(&h->lock);
-	return rc;
+	return rc < 0 ? rc : (ssize_t)size;
 }
 
-static int commit_locked(struct nfs_loc *loc, struct nfs_handle *h)
-{
-	char verf[NFS_VERF_SIZE];
-	int rc = handle_begin(loc, h, nfs_deadline(loc));
-
-	if (rc)
-		return rc;
-	if (h->f4)
-		rc = nfs4_file_commit(h->conn, h->f4, verf);
-	else
-		rc = nfs3_file_commit(h->conn->nfs, h->fh, verf);
-	handle_end(h, rc);
-	if (rc)
-		return rc;
-	h->dirty = false;
-	return nfs_wverf_commit(&h->verf, verf, loc->uri);
-}
-
-/* close(2): make written data stable on the server (COMMIT), as the kernel's NFS client does,
- * so that close() reports what a server restart would lose. */
+/* close(2): every WRITE answered and on the server's stable storage (COMMIT), as the kernel's
+ * NFS client does, so that close() reports an error and what a server restart would lose. */
 int nfs_flush_file(void *l, ff_fh *fhv)
 {
 	struct nfs_loc *loc = l;
 	struct nfs_handle *h = (struct nfs_handle *)fhv;
 	int rc = 0;
 
+	if (!h->wb)
+		return 0;
 	g_mutex_lock(&h->lock);
-	if (h->dirty)
-		rc = commit_locked(loc, h);
-	if (h->error) {
-		rc = h->error;
-		h->error = 0;
-	}
+	rc = settle(loc, h, true, nfs_deadline(loc));
 	g_mutex_unlock(&h->lock);
 	return rc;
 }
 
 int nfs_fsync_file(void *l, ff_fh *fhv, int datasync)
 {
-	struct nfs_loc *loc = l;
-	struct nfs_handle *h = (struct nfs_handle *)fhv;
-	int rc;
-
-	g_mutex_lock(&h->lock);
-	rc = commit_locked(loc, h);
-	g_mutex_unlock(&h->lock);
-	return rc;
+	(void)datasync;
+	return nfs_flush_file(l, fhv);
 }
 
 /* ---- locks kept by the server (NFSv4) ---------------------------------------------------------- */
@@ -567,6 +615,17 @@ int nfs_release_file(void *l, ff_fh *fhv)
 	bool locks = g_atomic_int_get(&h->nlocks) > 0;
 	int rc = 0;
 
+	if (h->wb && nfs_wb_error(h->wb) == 0) {
+		/* after the last flush() there is nothing left, unless it was interrupted (an
+		 * error, once the file has one, was reported already) */
+		rc = settle(loc, h, true, nfs_deadline(loc));
+		if (rc) /* its close() failed too (the location was down), so no warning */
+			g_message("%s: data written to a file closed since may be lost: %s",
+				  loc->uri, g_strerror(-rc));
+		rc = 0;
+	}
+	if (h->wb)
+		nfs_wb_free(loc, h->wb);
 	if (locks)
 		g_mutex_lock(&loc->locks_lock); /* before the lease: the lock order */
 	if (h->conn) {

@@ -71,6 +71,7 @@ int nfs_lookup(void *l, const struct ff_cred *cred, ff_node *parent, const char 
 	if (rc == 0) {
 		*node = nfs_child_node(loc, parent, name);
 		nfs_node_seen(loc, *node, st);
+		nfs_wb_node_size(loc, nfs_pnode(*node), st); /* never shrink a file being written */
 	}
 	g_free(path);
 	return rc;
@@ -112,7 +113,9 @@ int nfs_getattr(void *l, const struct ff_cred *cred, ff_node *node, ff_fh *fh, s
 	}
 	if (!path)
 		return node_gone(loc, node, st);
-	rc = nfs_op_begin(&op, loc, cred);
+	rc = nfs_wb_node_wait(loc, nfs_pnode(node), nfs_deadline(loc)); /* the size written */
+	if (rc == 0)
+		rc = nfs_op_begin(&op, loc, cred);
 	if (rc == 0)
 		rc = nfs_op_end(&op, nfs_do_lstat(loc, op.nfs, path, st));
 	if (rc == 0)
@@ -204,6 +207,10 @@ int nfs_setattr(void *l, const struct ff_cred *cred, ff_node *node, ff_fh *fh,
 	struct nfs_op op;
 	int rc;
 
+	/* after the WRITEs in flight: a truncation must not be overtaken by them */
+	rc = nfs_wb_node_wait(loc, nfs_pnode(node), nfs_deadline(loc));
+	if (rc)
+		return rc;
 	rc = nfs_op_begin_at(&op, loc, cred, node, NULL, &path);
 	if (rc)
 		return rc;

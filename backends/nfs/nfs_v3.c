@@ -367,38 +367,35 @@ static void write_cb(struct rpc_context *rpc, int status, void *data, void *priv
 			ok ? ok->verf : NULL);
 }
 
-static int write_chunk(struct nfs_conn *conn, const struct nfs_wtarget *t, struct nfs_wchunk *ch,
-		       const void *data)
+static int write_chunk(struct nfs_conn *conn, const struct nfs_wtarget *t, struct nfs_wbent *e,
+		       uint64_t off, size_t len, const void *data)
 {
 	WRITE3args args;
 
 	memset(&args, 0, sizeof(args));
 	args.file.data.data_len = t->fhlen;
 	args.file.data.data_val = (char *)t->fh;
-	args.offset = ch->off;
-	args.count = (count3)ch->len;
+	args.offset = off;
+	args.count = (count3)len;
 	args.stable = t->sync ? FILE_SYNC : UNSTABLE;
-	args.data.data_len = (u_int)ch->len;
+	args.data.data_len = (u_int)len;
 	args.data.data_val = (char *)data;
-	if (rpc_nfs3_write_async(nfs_get_rpc_context(conn->nfs), write_cb, &args, ch) != 0)
+	if (rpc_nfs3_write_async(nfs_get_rpc_context(conn->nfs), write_cb, &args, e) != 0)
 		return -ENOMEM;
 	return 0;
 }
 
-ssize_t nfs3_file_write(struct nfs_conn *conn, struct nfsfh *fh, uint64_t off, size_t size,
-			const void *buf, bool sync, struct nfs_wverf *verf, gint64 deadline)
+void nfs3_wtarget(struct nfs_conn *conn, struct nfsfh *fh, bool sync, struct nfs_wtarget *t)
 {
 	const struct libnfs_fh *lfh = (const struct libnfs_fh *)nfs_get_fh(fh);
-	struct nfs_wtarget t = {
+
+	*t = (struct nfs_wtarget){
 		.send = write_chunk,
 		.fh = lfh->val,
 		.fhlen = (unsigned int)lfh->len,
 		.sync = sync,
 		.chunk = conn->writemax,
-		.depth = NFS_WRITE_DEPTH,
 	};
-
-	return nfs_write_chunks(conn, &t, off, size, buf, verf, deadline);
 }
 
 int nfs3_file_commit(struct nfs_context *nfs, struct nfsfh *fh, char verf[NFS_VERF_SIZE])

@@ -423,7 +423,10 @@ static void write_cb(struct rpc_context *rpc, int status, void *data, void *priv
 	} else if (status != RPC_STATUS_SUCCESS || !res) {
 		err = -ECONNRESET;
 	} else if (res->status != NFS4_OK) {
-		err = nfs4_status_errno((int)res->status);
+		/* lost open state: sent again after the file is opened anew */
+		err = nfs4_status_lost_state((int)res->status)
+			      ? -ENOTCONN
+			      : nfs4_status_errno((int)res->status);
 		rpc_set_error(rpc, "NFS4: WRITE failed with NFS4ERR_%s",
 			      nfs4_status_name((int)res->status));
 	} else if (!nfs4_find_res(res, OP_WRITE, false, &r)) {
@@ -435,8 +438,8 @@ static void write_cb(struct rpc_context *rpc, int status, void *data, void *priv
 			ok ? ok->writeverf : NULL);
 }
 
-static int write_chunk(struct nfs_conn *conn, const struct nfs_wtarget *t, struct nfs_wchunk *ch,
-		       const void *data)
+static int write_chunk(struct nfs_conn *conn, const struct nfs_wtarget *t, struct nfs_wbent *e,
+		       uint64_t off, size_t len, const void *data)
 {
 	nfs_argop4 op[2];
 	COMPOUND4args args;
@@ -449,26 +452,25 @@ static int write_chunk(struct nfs_conn *conn, const struct nfs_wtarget *t, struc
 	op[1].argop = OP_WRITE;
 	wa = &op[1].nfs_argop4_u.opwrite;
 	wa->stateid = *(const stateid4 *)t->stateid;
-	wa->offset = ch->off;
+	wa->offset = off;
 	wa->stable = t->sync ? FILE_SYNC4 : UNSTABLE4;
-	wa->data.data_len = (u_int)ch->len;
+	wa->data.data_len = (u_int)len;
 	wa->data.data_val = (char *)data;
 	memset(&args, 0, sizeof(args));
 	args.argarray.argarray_len = 2;
 	args.argarray.argarray_val = op;
-	if (ch->len > NFS4_WRITE_CHUNK)
-		return nfs4_compound_send(nfs_get_rpc_context(conn->nfs), write_cb, &args, ch,
-					  ch->len);
-	if (rpc_nfs4_compound_async(nfs_get_rpc_context(conn->nfs), write_cb, &args, ch) != 0)
+	if (len > NFS4_WRITE_CHUNK)
+		return nfs4_compound_send(nfs_get_rpc_context(conn->nfs), write_cb, &args, e, len);
+	if (rpc_nfs4_compound_async(nfs_get_rpc_context(conn->nfs), write_cb, &args, e) != 0)
 		return -ENOMEM;
 	return 0;
 }
 
-ssize_t nfs4_file_write(struct nfs_conn *conn, struct nfs4_file *f, uint64_t off, size_t size,
-			const void *buf, bool sync, struct nfs_wverf *verf, gint64 deadline)
+void nfs4_wtarget(struct nfs_conn *conn, struct nfs4_file *f, bool sync, struct nfs_wtarget *t)
 {
 	bool big = nfs4_big_compounds(nfs_get_rpc_context(conn->nfs));
-	struct nfs_wtarget t = {
+
+	*t = (struct nfs_wtarget){
 		.send = write_chunk,
 		.fh = f->fh,
 		.fhlen = f->fhlen,
@@ -476,8 +478,5 @@ ssize_t nfs4_file_write(struct nfs_conn *conn, struct nfs4_file *f, uint64_t off
 		.sync = sync,
 		/* the server's wsize, as NFSv3; or what fits libnfs' fixed buffer */
 		.chunk = big ? conn->writemax : NFS4_WRITE_CHUNK,
-		.depth = big ? NFS_WRITE_DEPTH : NFS4_WRITE_DEPTH,
 	};
-
-	return nfs_write_chunks(conn, &t, off, size, buf, verf, deadline);
 }

@@ -1,138 +1,582 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * nfs_write.c - WRITE in pipelined chunks for both protocol versions, and the write verifier.
+ * nfs_write.c - write-behind: WRITEs answered later, their data kept until the server holds it
+ * on stable storage; the write verifier.
  *
- * libnfs 4.0's nfs_pwrite() reports a failed NFSv3 WRITE as a broken connection: its status is
- * -EFAULT and its message is garbage, so a full disk looked like a dead server. Neither it nor
- * its COMMIT looks at the write verifier, so a server that restarted between an UNSTABLE WRITE
- * and the COMMIT lost that data silently. Here each chunk's status reaches the writer
- * (NFS3ERR_NOSPC as ENOSPC, NFS4ERR_DQUOT as EDQUOT...), and the verifier of every UNSTABLE
- * WRITE is compared with the next COMMIT's. A changed verifier means the server restarted and may
- * have dropped what it had not made stable; fsync() or close() then fails with EIO.
+ * A write() is answered once its data is copied here and its WRITEs are sent. The WRITEs stay
+ * in flight on the context they went out on, which goes back to the pool: whoever leases it
+ * next serves their replies along with its own (nfs_event_step()), and whoever must know the
+ * outcome (the file's next write when its window is full, flush, fsync, a read or getattr of
+ * the file) leases it and serves it until they are answered. A WRITE's data is kept until the
+ * server has it on stable storage: answered FILE_SYNC, or answered UNSTABLE and then covered by
+ * a COMMIT that gave the same write verifier. So a WRITE lost with its connection (the server
+ * restarted) is sent again, and so is everything a COMMIT shows the server may have dropped (its
+ * verifier changed: it restarted since), as the kernel's NFS client does.
  *
- * The encoding of a chunk is the version's own (nfs3_write_chunk(), nfs4_write_chunk()); its
- * reply comes back through nfs_wchunk_done().
+ * Errors: a WRITE's own status (NFS3ERR_NOSPC as ENOSPC, DQUOT, STALE...), a server that answers
+ * nothing within the location's timeout (ETIMEDOUT), or a WRITE lost with its connection three
+ * times, becomes the file's error: its next write, flush and fsync fail with it, and so does
+ * every later one. libnfs 4.0's nfs_pwrite() would have reported a full disk as a broken
+ * connection, and neither it nor its COMMIT looks at the write verifier.
+ *
+ * WRITEs in flight have no timeout of libnfs' own: libnfs expires RPCs before it reads the
+ * socket, so replies that arrived while nobody served the context would count as lost. Each
+ * WRITE's age is checked here instead, against the location's timeout, by whoever waits for it.
+ *
+ * Locks: nfs_wb.lock guards a file's entries and counters and is taken last of all (WRITE
+ * callbacks take it, in whatever thread serves the context); loc->wb_lock guards the table of
+ * files being written and is taken before an nfs_wb.lock.
  */
 #include <errno.h>
 #include <string.h>
 
+#include <nfsc/libnfs.h>
+
 #include "backends/nfs/nfs.h"
 
-struct nfs_wpipe {
-	int inflight;
-	int err;	   /* the first error of any chunk */
-	uint64_t short_at; /* the lowest offset a short WRITE stopped at, or UINT64_MAX */
-	bool abandoned;	   /* the writer left: the last chunk's reply frees the pipe */
-	struct nfs_wverf verf;
+#define WB_TRIES 3 /* sends of one WRITE lost with its connection before it is an error */
+
+enum wb_state {
+	WB_INFLIGHT, /* sent, not answered */
+	WB_UNSTABLE, /* answered UNSTABLE: kept until a COMMIT with the same verifier */
+	WB_RESEND,   /* lost with its connection, or dropped by a restarted server */
 };
 
-void nfs_wverf_add(struct nfs_wverf *w, const char verf[NFS_VERF_SIZE])
+/* One WRITE's data. In flight it is its RPC's private data; its context then holds a reference
+ * for it, so a retired context runs its callback only after it was detached (wb NULL). */
+struct nfs_wbent {
+	struct nfs_wb *wb; /* NULL once detached: the callback just frees it */
+	struct nfs_conn *conn;
+	GList link; /* in wb->ents */
+	uint64_t off;
+	size_t len;
+	enum wb_state state;
+	int tries;
+	gint64 sent; /* monotonic µs */
+	char verf[NFS_VERF_SIZE];
+	char *data;
+};
+
+struct nfs_wb {
+	gint refs;
+	struct nfs_loc *loc;
+	struct ff_pathnode *node; /* not a reference: the handle holds one */
+	GMutex lock;
+	GQueue ents;		 /* struct nfs_wbent, in the order sent */
+	uint64_t inflight;	 /* bytes in flight */
+	uint64_t kept;		 /* bytes kept, in flight or not */
+	int err;		 /* the file's first write error */
+	struct nfs_conn *retire; /* a context that lost the file's NFSv4 open (not a reference) */
+	bool orphan;		 /* unreferenced: the last reply frees it */
+};
+
+/* Bytes kept by every file of the daemon, against NFS_WB_TOTAL_MAX. */
+static int64_t total_kept;
+
+uint64_t nfs_wb_total_kept(void)
 {
-	if (!w->set) {
-		memcpy(w->verf, verf, NFS_VERF_SIZE);
-		w->set = true;
-	} else if (memcmp(w->verf, verf, NFS_VERF_SIZE) != 0) {
-		w->changed = true;
-	}
+	return (uint64_t)__atomic_load_n(&total_kept, __ATOMIC_RELAXED);
 }
 
-static void wverf_merge(struct nfs_wverf *into, const struct nfs_wverf *from)
+/* Count bytes kept by a file of `loc` (and the daemon). */
+static void kept_add(struct nfs_loc *loc, int64_t delta)
 {
-	if (from->set)
-		nfs_wverf_add(into, from->verf);
-	into->changed |= from->changed;
+	__atomic_add_fetch(&total_kept, delta, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&loc->wb_kept, delta, __ATOMIC_RELAXED);
 }
 
-int nfs_wverf_commit(struct nfs_wverf *w, const char verf[NFS_VERF_SIZE], const char *uri)
+uint64_t nfs_write_behind_bytes(void *l)
 {
-	bool lost = w->changed || (w->set && memcmp(w->verf, verf, NFS_VERF_SIZE) != 0);
+	struct nfs_loc *loc = l;
 
-	memset(w, 0, sizeof(*w));
-	if (!lost)
-		return 0;
-	g_warning("%s: the server restarted before COMMIT (its write verifier changed): data "
-		  "written since the last fsync may be lost",
-		  uri);
-	return -EIO;
+	return (uint64_t)__atomic_load_n(&loc->wb_kept, __ATOMIC_RELAXED);
 }
 
-void nfs_wchunk_done(struct nfs_wchunk *ch, int err, size_t count, bool stable,
+/* ---- entries ---------------------------------------------------------------------------------- */
+
+static void ent_free_locked(struct nfs_wb *wb, struct nfs_wbent *e)
+{
+	g_queue_unlink(&wb->ents, &e->link);
+	wb->kept -= e->len;
+	kept_add(wb->loc, -(int64_t)e->len);
+	g_free(e->data);
+	g_free(e);
+}
+
+/* Kept again for sending, with the data of `e` (in flight on a retired context, whose callback
+ * will only free it). Called with wb->lock held. */
+static void ent_lost_locked(struct nfs_wb *wb, struct nfs_wbent *e)
+{
+	struct nfs_wbent *n = g_new0(struct nfs_wbent, 1);
+
+	*n = *e;
+	n->link = (GList){ .data = n };
+	n->conn = NULL;
+	n->state = WB_RESEND;
+	g_queue_insert_before_link(&wb->ents, &e->link, &n->link);
+	g_queue_unlink(&wb->ents, &e->link);
+	wb->inflight -= e->len;
+	e->wb = NULL;
+	e->data = NULL;
+}
+
+static void wb_destroy(struct nfs_wb *wb);
+
+void nfs_wchunk_done(struct nfs_wbent *e, int err, size_t count, bool stable,
 		     const char verf[NFS_VERF_SIZE])
 {
-	struct nfs_wpipe *p = ch->pipe;
+	struct nfs_wb *wb = e->wb;
+	struct nfs_conn *conn;
+	bool orphan;
 
-	p->inflight--;
-	if (err == 0) {
-		if (count < ch->len && ch->off + count < p->short_at)
-			p->short_at = ch->off + count;
-		if (!stable)
-			nfs_wverf_add(&p->verf, verf);
-	} else if (!p->err) {
-		p->err = err;
+	if (!wb) { /* detached: its data lives on in another entry */
+		g_free(e);
+		return;
 	}
-	g_free(ch);
-	if (p->abandoned && p->inflight == 0)
-		g_free(p);
+	g_mutex_lock(&wb->lock);
+	conn = e->conn;
+	e->conn = NULL;
+	wb->inflight -= e->len;
+	if (err == -ECONNRESET || err == -ENOTCONN || err == -EPIPE) {
+		/* the connection broke, or (-ENOTCONN) the server forgot the open: again */
+		e->state = WB_RESEND;
+		if (err == -ENOTCONN)
+			wb->retire = conn;
+	} else if (err) {
+		if (!wb->err)
+			wb->err = err;
+		ent_free_locked(wb, e);
+	} else if (count < e->len) {
+		/* A short WRITE: the rest is sent again; the piece written is kept like any
+		 * UNSTABLE WRITE, in an entry of its own. */
+		if (!stable) {
+			struct nfs_wbent *piece = g_new0(struct nfs_wbent, 1);
+
+			piece->wb = wb;
+			piece->link.data = piece;
+			piece->off = e->off;
+			piece->len = count;
+			piece->state = WB_UNSTABLE;
+			memcpy(piece->verf, verf, NFS_VERF_SIZE);
+			piece->data = g_memdup2(e->data, count);
+			g_queue_insert_before_link(&wb->ents, &e->link, &piece->link);
+		} else {
+			wb->kept -= count;
+			kept_add(wb->loc, -(int64_t)count);
+		}
+		memmove(e->data, e->data + count, e->len - count);
+		e->off += count;
+		e->len -= count;
+		e->state = WB_RESEND;
+	} else if (stable) {
+		ent_free_locked(wb, e);
+	} else {
+		e->state = WB_UNSTABLE;
+		memcpy(e->verf, verf, NFS_VERF_SIZE);
+	}
+	orphan = wb->orphan && wb->inflight == 0;
+	g_mutex_unlock(&wb->lock);
+	if (orphan)
+		wb_destroy(wb);
+	/* Never the last reference: it is being served, so leased (or destroyed, and then every
+	 * entry in flight on it was detached). */
+	nfs_conn_unref(conn);
 }
 
-/* Keep `depth` chunks of at most `chunk` bytes in flight until [pos, end) is sent and answered.
- * Returns 0, the first chunk's error, or the event loop's; the pipe is then abandoned if chunks
- * are still in flight (their replies free it). */
-static int pipe_run(struct nfs_conn *conn, const struct nfs_wtarget *t, struct nfs_wpipe *p,
-		    uint64_t off, uint64_t pos, uint64_t end, const void *buf, gint64 deadline)
-{
-	uint64_t next = pos;
+/* ---- files ------------------------------------------------------------------------------------ */
 
+struct nfs_wb *nfs_wb_new(struct nfs_loc *loc, struct ff_pathnode *node)
+{
+	struct nfs_wb *wb = g_new0(struct nfs_wb, 1);
+	GPtrArray *list;
+
+	wb->refs = 1;
+	wb->loc = loc;
+	wb->node = node;
+	g_mutex_init(&wb->lock);
+	g_queue_init(&wb->ents);
+	g_mutex_lock(&loc->wb_lock);
+	list = g_hash_table_lookup(loc->wb_files, node);
+	if (!list) {
+		list = g_ptr_array_new();
+		g_hash_table_insert(loc->wb_files, node, list);
+	}
+	g_ptr_array_add(list, wb);
+	g_atomic_int_inc(&loc->wb_count);
+	g_mutex_unlock(&loc->wb_lock);
+	return wb;
+}
+
+/* Free `wb` and what it keeps; nothing of it may be in flight. */
+static void wb_destroy(struct nfs_wb *wb)
+{
+	while (wb->ents.head)
+		ent_free_locked(wb, wb->ents.head->data);
+	g_mutex_clear(&wb->lock);
+	g_free(wb);
+}
+
+static void wb_unref(struct nfs_wb *wb)
+{
+	bool inflight;
+
+	if (!g_atomic_int_dec_and_test(&wb->refs))
+		return;
+	/* Only when its release could not wait: the last reply frees it (nfs_wchunk_done()). */
+	g_mutex_lock(&wb->lock);
+	inflight = wb->inflight > 0;
+	wb->orphan = inflight;
+	g_mutex_unlock(&wb->lock);
+	if (!inflight)
+		wb_destroy(wb);
+}
+
+void nfs_wb_free(struct nfs_loc *loc, struct nfs_wb *wb)
+{
+	GPtrArray *list;
+
+	g_mutex_lock(&loc->wb_lock);
+	list = g_hash_table_lookup(loc->wb_files, wb->node);
+	g_ptr_array_remove_fast(list, wb);
+	if (list->len == 0)
+		g_hash_table_remove(loc->wb_files, wb->node);
+	g_atomic_int_dec_and_test(&loc->wb_count);
+	g_mutex_unlock(&loc->wb_lock);
+	wb_unref(wb);
+}
+
+int nfs_wb_error(struct nfs_wb *wb)
+{
+	int err;
+
+	g_mutex_lock(&wb->lock);
+	err = wb->err;
+	g_mutex_unlock(&wb->lock);
+	return err;
+}
+
+void nfs_wb_fail(struct nfs_wb *wb, int err)
+{
+	g_mutex_lock(&wb->lock);
+	if (!wb->err)
+		wb->err = err;
+	g_mutex_unlock(&wb->lock);
+}
+
+uint64_t nfs_wb_kept(struct nfs_wb *wb)
+{
+	uint64_t n;
+
+	g_mutex_lock(&wb->lock);
+	n = wb->kept;
+	g_mutex_unlock(&wb->lock);
+	return n;
+}
+
+bool nfs_wb_pending(struct nfs_wb *wb, bool unstable_too)
+{
+	bool any = false;
+
+	g_mutex_lock(&wb->lock);
+	for (GList *l = wb->ents.head; l && !any; l = l->next) {
+		const struct nfs_wbent *e = l->data;
+
+		any = e->state == WB_RESEND || (unstable_too && e->state == WB_UNSTABLE);
+	}
+	g_mutex_unlock(&wb->lock);
+	return any;
+}
+
+/* ---- sending ---------------------------------------------------------------------------------- */
+
+/* Send `e` on `conn` (leased), with no libnfs timeout (see the top). wb->lock not held. */
+static int ent_send(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_wtarget *t,
+		    struct nfs_wbent *e)
+{
+	int rc;
+
+	e->sent = g_get_monotonic_time();
+	e->conn = conn;
+	nfs_conn_ref(conn);
+	g_mutex_lock(&wb->lock);
+	e->state = WB_INFLIGHT;
+	wb->inflight += e->len;
+	g_mutex_unlock(&wb->lock);
+	rc = t->send(conn, t, e, e->off, e->len, e->data);
+	if (rc) {
+		g_mutex_lock(&wb->lock);
+		wb->inflight -= e->len;
+		e->state = WB_RESEND;
+		e->conn = NULL;
+		g_mutex_unlock(&wb->lock);
+		nfs_conn_unref(conn);
+	}
+	return rc;
+}
+
+int nfs_wb_write(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_wtarget *t,
+		 uint64_t off, size_t size, const void *buf)
+{
+	int timeout = nfs_get_timeout(conn->nfs);
+	int rc = 0;
+
+	nfs_set_timeout(conn->nfs, 0);
+	for (size_t done = 0; done < size && rc == 0;) {
+		struct nfs_wbent *e = g_new0(struct nfs_wbent, 1);
+
+		e->wb = wb;
+		e->link.data = e;
+		e->off = off + done;
+		e->len = MIN(t->chunk, size - done);
+		e->data = g_memdup2((const char *)buf + done, e->len);
+		g_mutex_lock(&wb->lock);
+		g_queue_push_tail_link(&wb->ents, &e->link);
+		wb->kept += e->len;
+		g_mutex_unlock(&wb->lock);
+		kept_add(wb->loc, (int64_t)e->len);
+		done += e->len;
+		rc = ent_send(wb, conn, t, e);
+	}
+	nfs_set_timeout(conn->nfs, timeout);
+	return rc;
+}
+
+int nfs_wb_resend(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_wtarget *t)
+{
+	int timeout = nfs_get_timeout(conn->nfs);
+	int rc = 0;
+
+	nfs_set_timeout(conn->nfs, 0);
 	for (;;) {
-		int rc;
+		struct nfs_wbent *e = NULL;
 
-		while (next < end && !p->err && p->inflight < t->depth) {
-			struct nfs_wchunk *ch = g_new(struct nfs_wchunk, 1);
+		g_mutex_lock(&wb->lock);
+		for (GList *l = wb->ents.head; l && !e && !wb->err; l = l->next) {
+			struct nfs_wbent *x = l->data;
 
-			ch->pipe = p;
-			ch->off = next;
-			ch->len = (size_t)MIN((uint64_t)t->chunk, end - next);
-			/* encoded at once: nothing of `buf` is kept */
-			rc = t->send(conn, t, ch, (const char *)buf + (next - off));
-			if (rc) {
-				g_free(ch);
-				p->err = rc;
-				break;
+			if (x->state == WB_RESEND) {
+				e = x;
+				if (++e->tries >= WB_TRIES) {
+					wb->err = -EIO;
+					e = NULL;
+				}
 			}
-			p->inflight++;
-			next += ch->len;
 		}
-		if (p->inflight == 0)
-			return p->err;
-		rc = nfs_event_step(conn->nfs, deadline);
-		if (rc) {
-			/* the failure may have run every callback already: then nothing frees p */
-			p->abandoned = p->inflight > 0;
-			return rc;
-		}
+		if (!e)
+			rc = wb->err;
+		g_mutex_unlock(&wb->lock);
+		if (!e)
+			break;
+		rc = ent_send(wb, conn, t, e);
+		if (rc)
+			break;
 	}
+	nfs_set_timeout(conn->nfs, timeout);
+	return rc;
 }
 
-ssize_t nfs_write_chunks(struct nfs_conn *conn, const struct nfs_wtarget *t, uint64_t off,
-			 size_t size, const void *buf, struct nfs_wverf *verf, gint64 deadline)
-{
-	uint64_t pos = off, end = off + size;
+/* ---- waiting ----------------------------------------------------------------------------------- */
 
-	while (pos < end) {
-		struct nfs_wpipe *p = g_new0(struct nfs_wpipe, 1);
+/* The context of the oldest WRITE in flight (a reference) and when it was sent; NULL when
+ * nothing is in flight. */
+static struct nfs_conn *oldest_locked(struct nfs_wb *wb, gint64 *sent)
+{
+	for (GList *l = wb->ents.head; l; l = l->next) {
+		const struct nfs_wbent *e = l->data;
+
+		if (e->state == WB_INFLIGHT) {
+			nfs_conn_ref(e->conn);
+			*sent = e->sent;
+			return e->conn;
+		}
+	}
+	return NULL;
+}
+
+/* The WRITEs of `wb` still in flight on `conn` (retired) are lost: kept for sending again. */
+static void conn_lost(struct nfs_wb *wb, struct nfs_conn *conn)
+{
+	int refs = 0;
+
+	g_mutex_lock(&wb->lock);
+	for (GList *l = wb->ents.head, *next; l; l = next) {
+		struct nfs_wbent *e = l->data;
+
+		next = l->next;
+		if (e->state == WB_INFLIGHT && e->conn == conn) {
+			ent_lost_locked(wb, e);
+			refs++;
+		}
+	}
+	g_mutex_unlock(&wb->lock);
+	while (refs-- > 0)
+		nfs_conn_unref(conn);
+}
+
+/* Serve `conn` (leased) while the oldest WRITE of `wb` in flight is there and more than `limit`
+ * bytes are in flight. *retire: the context is to go (the oldest WRITE had no answer within the
+ * location's timeout, or the server forgot the NFSv4 open). */
+static int serve(struct nfs_loc *loc, struct nfs_wb *wb, struct nfs_conn *conn, uint64_t limit,
+		 gint64 deadline, bool *retire)
+{
+	for (;;) {
+		struct nfs_conn *c;
+		gint64 sent = 0, expire;
 		int rc;
 
-		p->short_at = UINT64_MAX;
-		rc = pipe_run(conn, t, p, off, pos, end, buf, deadline);
-		if (p->abandoned)
-			return rc; /* still pointed at by chunks in flight */
-		wverf_merge(verf, &p->verf);
-		if (rc == 0 && p->short_at != UINT64_MAX && p->short_at <= pos)
-			rc = -EIO; /* the server took nothing: no progress to make */
-		pos = p->short_at; /* rewrite from the first short WRITE on: writes are idempotent */
-		g_free(p);
+		g_mutex_lock(&wb->lock);
+		if (wb->retire == conn) {
+			wb->retire = NULL;
+			*retire = true;
+			g_mutex_unlock(&wb->lock);
+			return 0;
+		}
+		c = wb->inflight > limit ? oldest_locked(wb, &sent) : NULL;
+		g_mutex_unlock(&wb->lock);
+		if (c)
+			nfs_conn_unref(c);
+		if (c != conn)
+			return 0;
+		expire = sent + (gint64)loc->timeout_ms * 1000;
+		if (g_get_monotonic_time() >= expire) {
+			g_warning("%s: the server answered no WRITE for %d ms", loc->uri,
+				  loc->timeout_ms);
+			g_mutex_lock(&wb->lock);
+			if (!wb->err)
+				wb->err = -ETIMEDOUT;
+			g_mutex_unlock(&wb->lock);
+			*retire = true;
+			return -ETIMEDOUT;
+		}
+		rc = nfs_event_step(conn->nfs, MIN(deadline, expire));
+		if (rc == -ETIMEDOUT && g_get_monotonic_time() >= expire && expire <= deadline)
+			continue; /* the server's timeout, not the caller's: said above */
 		if (rc)
 			return rc;
 	}
-	return (ssize_t)size;
+}
+
+int nfs_wb_wait(struct nfs_loc *loc, struct nfs_wb *wb, uint64_t limit, gint64 deadline)
+{
+	for (;;) {
+		struct nfs_conn *conn;
+		bool retire = false;
+		gint64 sent;
+		int rc;
+
+		g_mutex_lock(&wb->lock);
+		conn = wb->inflight > limit ? oldest_locked(wb, &sent) : NULL;
+		g_mutex_unlock(&wb->lock);
+		if (!conn)
+			return 0;
+		rc = nfs_conn_lease(conn, deadline);
+		if (rc == 0) {
+			rc = serve(loc, wb, conn, limit, deadline, &retire);
+			/* a connection that failed, a server that answers nothing, or lost NFSv4
+			 * state: the context is retired */
+			nfs_conn_put(conn, retire || rc == -ECONNRESET ? -ECONNRESET : 0);
+		}
+		if (rc == -ENOTCONN || rc == -ECONNRESET || retire)
+			conn_lost(wb, conn);
+		nfs_conn_unref(conn);
+		if (rc && rc != -ENOTCONN && rc != -ECONNRESET)
+			return rc; /* -EINTR, -ETIMEDOUT */
+	}
+}
+
+/* A COMMIT on a context answered `verf`: WRITEs answered UNSTABLE before it with the same
+ * verifier are on stable storage; those with another one were dropped by a server that
+ * restarted since, and are sent again. */
+int nfs_wb_committed(struct nfs_loc *loc, struct nfs_wb *wb, const char verf[NFS_VERF_SIZE])
+{
+	unsigned int lost = 0;
+
+	g_mutex_lock(&wb->lock);
+	for (GList *l = wb->ents.head, *next; l; l = next) {
+		struct nfs_wbent *e = l->data;
+
+		next = l->next;
+		if (e->state != WB_UNSTABLE)
+			continue;
+		if (memcmp(e->verf, verf, NFS_VERF_SIZE) == 0) {
+			ent_free_locked(wb, e);
+		} else {
+			e->state = WB_RESEND;
+			lost++;
+		}
+	}
+	g_mutex_unlock(&wb->lock);
+	if (lost)
+		g_message("%s: the server restarted before COMMIT (its write verifier changed): "
+			  "sending %u WRITEs again",
+			  loc->uri, lost);
+	return lost ? -EAGAIN : 0;
+}
+
+/* ---- other users of a file being written -------------------------------------------------------- */
+
+/* References to the files of `node` with WRITEs in flight. */
+static GPtrArray *node_files(struct nfs_loc *loc, struct ff_pathnode *node)
+{
+	GPtrArray *out = NULL, *list;
+
+	g_mutex_lock(&loc->wb_lock);
+	list = g_hash_table_lookup(loc->wb_files, node);
+	for (guint i = 0; list && i < list->len; i++) {
+		struct nfs_wb *wb = list->pdata[i];
+		bool inflight;
+
+		g_mutex_lock(&wb->lock);
+		inflight = wb->inflight > 0;
+		g_mutex_unlock(&wb->lock);
+		if (!inflight)
+			continue;
+		if (!out)
+			out = g_ptr_array_new();
+		g_atomic_int_inc(&wb->refs);
+		g_ptr_array_add(out, wb);
+	}
+	g_mutex_unlock(&loc->wb_lock);
+	return out;
+}
+
+int nfs_wb_node_wait(struct nfs_loc *loc, struct ff_pathnode *node, gint64 deadline)
+{
+	GPtrArray *files;
+	int rc = 0;
+
+	if (g_atomic_int_get(&loc->wb_count) == 0)
+		return 0;
+	files = node_files(loc, node);
+	for (guint i = 0; files && i < files->len; i++) {
+		if (rc == 0)
+			rc = nfs_wb_wait(loc, files->pdata[i], 0, deadline);
+		wb_unref(files->pdata[i]);
+	}
+	if (files)
+		g_ptr_array_free(files, TRUE);
+	return rc == -EINTR ? rc : 0; /* the writer learns of its errors, not the reader */
+}
+
+void nfs_wb_node_size(struct nfs_loc *loc, struct ff_pathnode *node, struct stat *st)
+{
+	GPtrArray *list;
+
+	if (g_atomic_int_get(&loc->wb_count) == 0)
+		return;
+	g_mutex_lock(&loc->wb_lock);
+	list = g_hash_table_lookup(loc->wb_files, node);
+	for (guint i = 0; list && i < list->len; i++) {
+		struct nfs_wb *wb = list->pdata[i];
+
+		g_mutex_lock(&wb->lock);
+		for (GList *l = wb->ents.head; l; l = l->next) {
+			const struct nfs_wbent *e = l->data;
+
+			if (e->state != WB_UNSTABLE && (off_t)(e->off + e->len) > st->st_size)
+				st->st_size = (off_t)(e->off + e->len);
+		}
+		g_mutex_unlock(&wb->lock);
+	}
+	g_mutex_unlock(&loc->wb_lock);
 }

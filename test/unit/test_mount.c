@@ -101,6 +101,39 @@ static void test_junction_timeout(void)
 	ff_location_clear(&b);
 }
 
+/* write-behind= changes how a location is written to: a referral whose value changed (a
+ * reload) gets a mount of its own, and a junction's location takes the value of the mount that
+ * holds the junction, as it takes its timeout. */
+static void test_junction_write_behind(void)
+{
+	struct ff_mounts *mounts = ff_mounts_new();
+	struct ff_location a = loc("file:///srv/a"), b = loc("file:///srv/b");
+	struct ff_mount *plain, *held, *held_again, *j1, *j2;
+
+	g_assert_cmpint(a.spec.write_behind, ==, -1); /* not given: the backend's default */
+	plain = ff_mounts_get(mounts, "/a", &a, 1.0, NULL);
+	a.spec.write_behind = 16;
+	held = ff_mounts_get(mounts, "/a", &a, 1.0, NULL);
+	held_again = ff_mounts_get(mounts, "/a", &a, 1.0, NULL);
+	g_assert_true(plain != held);
+	g_assert_true(held == held_again);
+	g_assert_cmpint(plain->loc.spec.write_behind, ==, -1);
+	g_assert_cmpint(held->loc.spec.write_behind, ==, 16);
+	j1 = ff_mounts_get(mounts, NULL, &b, 1.0, plain);
+	j2 = ff_mounts_get(mounts, NULL, &b, 1.0, held);
+	g_assert_cmpint(j1->loc.spec.write_behind, ==, -1);
+	g_assert_cmpint(j2->loc.spec.write_behind, ==, 16);
+	g_assert_true(j1 != j2);
+	ff_mount_unref(j1);
+	ff_mount_unref(j2);
+	ff_mount_unref(plain);
+	ff_mount_unref(held);
+	ff_mount_unref(held_again);
+	ff_mounts_free(mounts);
+	ff_location_clear(&a);
+	ff_location_clear(&b);
+}
+
 static void test_linger(void)
 {
 	struct ff_mounts *mounts = ff_mounts_new();
@@ -193,6 +226,7 @@ int main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/mount/sharing", test_sharing);
 	g_test_add_func("/mount/junction-timeout", test_junction_timeout);
+	g_test_add_func("/mount/junction-write-behind", test_junction_write_behind);
 	g_test_add_func("/mount/linger", test_linger);
 	g_test_add_func("/mount/no-cap", test_no_cap);
 	g_test_add_func("/mount/identity-by-mount", test_identity_by_mount);

@@ -1046,6 +1046,83 @@ static void test_sec_krb5(void)
 			  "%% may follow a '%'");
 }
 
+/* write-behind=: whole MiB from 0 to 1024 in a referral or in [namespace] (the referrals'
+ * default), carried to every location's spec; -1 when not given, the backend's default.
+ * file:// takes it too (its backend ignores it). */
+static void test_write_behind(void)
+{
+	const struct ff_referral *r;
+	struct ff_namespace *ns;
+	char *text;
+
+	ns = load_ok("[/a]\nlocations=nfs://h/x;smb://nas/s\n", NULL, NULL);
+	g_assert_cmpint(ns->write_behind, ==, -1);
+	r = g_ptr_array_index(ns->referrals, 0);
+	g_assert_cmpint(r->write_behind, ==, -1);
+	g_assert_cmpint(loc_at(r, 0)->spec.write_behind, ==, -1);
+	g_assert_cmpint(loc_at(r, 1)->spec.write_behind, ==, -1);
+	text = ff_namespace_describe(ns);
+	g_assert_null(strstr(text, "write-behind"));
+	g_free(text);
+	ff_namespace_unref(ns);
+
+	ns = load_ok("[/a]\nlocations=nfs://h/x;smb://nas/s;file:///srv/a\nwrite-behind=32\n"
+		     "[/b]\nlocations=smb://nas/t\nwrite-behind=0\n"
+		     "[/c]\nlocations=smb://nas/u\nwrite-behind=1024\n",
+		     NULL, NULL);
+	r = ff_namespace_resolve(ns, "/a", NULL);
+	g_assert_cmpint(r->write_behind, ==, 32);
+	for (guint i = 0; i < r->locations->len; i++)
+		g_assert_cmpint(loc_at(r, i)->spec.write_behind, ==, 32);
+	r = ff_namespace_resolve(ns, "/b", NULL);
+	g_assert_cmpint(r->write_behind, ==, 0); /* every write() waits for the server */
+	g_assert_cmpint(loc_at(r, 0)->spec.write_behind, ==, 0);
+	r = ff_namespace_resolve(ns, "/c", NULL);
+	g_assert_cmpint(loc_at(r, 0)->spec.write_behind, ==, 1024);
+	text = ff_namespace_describe(ns);
+	g_assert_nonnull(strstr(text, " on-unreachable=error write-behind=32 file-mode="));
+	g_assert_nonnull(strstr(text, " on-unreachable=error write-behind=0 file-mode="));
+	g_assert_null(strstr(text, "\nwrite-behind="));
+	g_free(text);
+	ff_namespace_unref(ns);
+
+	/* [namespace] gives the referrals' default, wherever it stands; a referral may say
+	 * otherwise */
+	ns = load_ok("[/a]\nlocations=nfs://h/x\n"
+		     "[/b]\nlocations=nfs://h/y\nwrite-behind=0\n"
+		     "[namespace]\nwrite-behind=64\n",
+		     NULL, NULL);
+	g_assert_cmpint(ns->write_behind, ==, 64);
+	r = ff_namespace_resolve(ns, "/a", NULL);
+	g_assert_cmpint(loc_at(r, 0)->spec.write_behind, ==, 64);
+	r = ff_namespace_resolve(ns, "/b", NULL);
+	g_assert_cmpint(loc_at(r, 0)->spec.write_behind, ==, 0);
+	text = ff_namespace_describe(ns);
+	g_assert_nonnull(strstr(text, "\nwrite-behind=64\n"));
+	g_free(text);
+	ff_namespace_unref(ns);
+
+	expect_load_error("[/a]\nlocations=nfs://h/x\nwrite-behind=abc\n",
+			  "3: write-behind: 'abc' is not a whole number of MiB from 0 to 1024");
+	expect_load_error("[/a]\nlocations=nfs://h/x\nwrite-behind=-1\n",
+			  "3: write-behind: '-1' is not a whole number of MiB from 0 to 1024");
+	expect_load_error("[/a]\nlocations=nfs://h/x\nwrite-behind=2000\n",
+			  "3: write-behind: '2000' is not a whole number of MiB from 0 to 1024");
+	expect_load_error("[/a]\nlocations=nfs://h/x\nwrite-behind=1.5\n",
+			  "3: write-behind: '1.5' is not a whole number of MiB from 0 to 1024");
+	expect_load_error("[/a]\nlocations=nfs://h/x\nwrite-behind=1025\n",
+			  "3: write-behind: '1025' is not a whole number of MiB from 0 to 1024");
+	expect_load_error("[/a]\nlocations=nfs://h/x\nwrite-behind=+8\n",
+			  "3: write-behind: '+8' is not a whole number of MiB from 0 to 1024");
+	expect_load_error("[/a]\nlocations=nfs://h/x\nwrite-behind=\n",
+			  "3: write-behind: '' is not a whole number of MiB from 0 to 1024");
+	expect_load_error("[/a]\nlocations=nfs://h/x\nwrite-behind=99999999999999999999999\n",
+			  "3: write-behind: '99999999999999999999999' is not a whole number of "
+			  "MiB from 0 to 1024");
+	expect_load_error("[namespace]\ntimeout=5\nwrite-behind=8M\n",
+			  "3: write-behind: '8M' is not a whole number of MiB from 0 to 1024");
+}
+
 static int check_refuse_smb(const struct ff_location_spec *spec, void *data, char **msg)
 {
 	if (strcmp(spec->scheme, "smb") == 0) {
@@ -1353,6 +1430,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/namespace/location/parse", test_location_parse);
 	g_test_add_func("/namespace/identity/per-user", test_identity_per_user);
 	g_test_add_func("/namespace/identity/sec-krb5", test_sec_krb5);
+	g_test_add_func("/namespace/write-behind", test_write_behind);
 	g_test_add_func("/namespace/nsdb/groups", test_nsdb);
 	g_test_add_func("/namespace/nsdb/fsn-location", test_nsdb_fsn_location);
 	g_test_add_func("/namespace/robustness/location", test_fuzz_location);

@@ -1,0 +1,128 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Write-behind on nfs:// (write-behind=, README "NFS"): a write() is answered
+before the server answers its WRITE, so everything that looks at the file meanwhile must see
+what was written: a read through another descriptor (O_DIRECT, past the kernel's page cache),
+the size through fstat() and stat(), a truncation issued after the writes. close() and fsync()
+wait for every WRITE; with write-behind=0 every write() does. The daemon's memory stays bounded
+by the window, however many files are written at once."""
+
+import mmap
+import os
+import random
+import threading
+
+import pytest
+
+from test_sharing import export_dir
+from util import namespace_text, read_file
+
+KINDS = ["nfs3", "nfs4"]
+MiB = 1 << 20
+
+
+def mount(mount_factory, uri, window):
+    keys = {} if window is None else {"write-behind": str(window)}
+    return mount_factory(ns_text=namespace_text([("/x", [uri], keys)])).start()
+
+
+def o_direct_read(path, size):
+    """Read `size` bytes from the start of `path` past the kernel's page cache."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+    try:
+        buf = mmap.mmap(-1, size)  # page-aligned, as O_DIRECT wants
+        n = os.readv(fd, [buf])
+        return bytes(buf[:n])
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("window", [None, 0, 64])
+@pytest.mark.parametrize("kind", KINDS)
+def test_written_data_seen_before_close(mount_factory, kind, window):
+    uri, d = export_dir(kind)
+    m = mount(mount_factory, uri, window)
+    path = os.path.join(m.mnt, "x", "f")
+    data = random.Random(kind).randbytes(24 * MiB)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for off in range(0, len(data), MiB):  # as cp and dd write
+            assert os.write(fd, data[off:off + MiB]) == MiB
+        # nothing closed or synced: another descriptor and the attributes see it all
+        assert os.fstat(fd).st_size == len(data)
+        assert os.stat(path).st_size == len(data)
+        assert o_direct_read(path, len(data)) == data
+        assert len(os.listdir(os.path.join(m.mnt, "x"))) == 1
+        # a truncation after writes in flight is not overtaken by them
+        for off in range(0, 8 * MiB, MiB):
+            os.write(fd, data[off:off + MiB])
+        os.truncate(path, 3 * MiB)
+        assert os.stat(path).st_size == 3 * MiB
+    finally:
+        os.close(fd)
+    assert os.path.getsize(os.path.join(d, "f")) == 3 * MiB
+    assert read_file(os.path.join(d, "f")) == data[:3 * MiB]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_fsync_puts_everything_on_the_server(mount_factory, kind):
+    uri, d = export_dir(kind)
+    m = mount(mount_factory, uri, 64)
+    data = random.Random(kind).randbytes(16 * MiB)
+    fd = os.open(os.path.join(m.mnt, "x", "f"), os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        for off in range(0, len(data), MiB):
+            os.write(fd, data[off:off + MiB])
+        os.fsync(fd)
+        # the descriptor is still open: only fsync() can have put it there
+        assert read_file(os.path.join(d, "f")) == data
+    finally:
+        os.close(fd)
+
+
+def location_metric(mnt, name):
+    """The sum of a gauge over the locations in /.fedfuse/metrics."""
+    total = 0
+    for line in read_file(os.path.join(mnt, ".fedfuse", "metrics")).decode().splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_sixteen_writers_stay_within_their_windows(mount_factory, kind):
+    """16 files written at once with write-behind=2: the data the daemon holds for them (its
+    gauge, sampled throughout) never exceeds what 16 files may keep (4 windows, at least
+    8 MiB, each: in flight or awaiting COMMIT), every file arrives whole, and nothing is held
+    once they are closed."""
+    uri, d = export_dir(kind)
+    m = mount(mount_factory, uri, 2)
+    data = random.Random(kind).randbytes(32 * MiB)
+    errors, peak, done = [], [0.0], threading.Event()
+
+    def writer(i):
+        try:
+            with open(os.path.join(m.mnt, "x", f"f{i}"), "wb") as f:
+                for off in range(0, len(data), MiB):
+                    f.write(data[off:off + MiB])
+        except OSError as e:
+            errors.append(e)
+
+    def sampler():
+        while not done.is_set():
+            peak[0] = max(peak[0], location_metric(m.mnt, "fedfuse_location_write_behind_bytes"))
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(16)]
+    s = threading.Thread(target=sampler)
+    s.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    done.set()
+    s.join()
+    assert not errors
+    assert peak[0] > 0, "the gauge never moved"
+    assert peak[0] <= 16 * 8 * MiB, f"{peak[0] / MiB:.1f} MiB held"
+    assert location_metric(m.mnt, "fedfuse_location_write_behind_bytes") == 0
+    for i in range(16):
+        assert read_file(os.path.join(d, f"f{i}")) == data, f"f{i}"
