@@ -378,7 +378,10 @@ static void smb_loc_free(struct smb_loc *loc)
 	smb_pool_destroy(&loc->pool);
 	smb_names_clear(loc);
 	ff_pathtree_free(loc->tree);
+	if (loc->writers)
+		g_thread_pool_free(loc->writers, FALSE, TRUE); /* idle: every file was released */
 	if (loc->open) {
+		g_cond_clear(&loc->wb_done);
 		g_hash_table_destroy(loc->open);
 		g_mutex_clear(&loc->wlock);
 		g_rw_lock_clear(&loc->gate);
@@ -485,6 +488,11 @@ static int smb_mount(const struct ff_location_spec *spec, const struct ff_notify
 		loc->id.password = g_strdup("");
 	}
 	loc->tree = ff_pathtree_new();
+	loc->wb_window =
+		(uint64_t)(spec->write_behind < 0 ? FF_WRITE_BEHIND_DEFAULT : spec->write_behind)
+		<< 20;
+	loc->writers = g_thread_pool_new(smb_wb_run, loc, SMB_WRITERS, FALSE, NULL);
+	g_cond_init(&loc->wb_done);
 	g_mutex_init(&loc->wlock);
 	g_rw_lock_init(&loc->gate);
 	loc->open = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, smb_open_node_free);
@@ -623,6 +631,7 @@ static const struct ff_backend_ops smb_ops = {
 	.flush = smb_flush,
 	.fsync = smb_fsync,
 	.release = smb_release,
+	.write_behind_bytes = smb_write_behind_bytes,
 	.opendir = smb_opendir,
 	.readdir = smb_readdir,
 	.releasedir = smb_releasedir,

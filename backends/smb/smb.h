@@ -24,6 +24,8 @@
 #define SMB_AUTH_HOLDOFF_US (60 * G_USEC_PER_SEC) /* no new logon for this long after one failed */
 #define SMB_KRB5_HOLDOFF_US (2 * G_USEC_PER_SEC)  /* the same with a user's Kerberos ticket */
 #define SMB_CRED_MAX 4096			  /* a credentials file is a few lines */
+#define SMB_WRITERS 4 /* threads per location writing files' queued data (write-behind) */
+#define SMB_WB_WRITE_MAX (8u << 20) /* queued writes joined into one up to this size */
 #define SMB_NAME_MAX 255 /* and libsmbclient's fstring buffers for user/password/domain */
 
 struct smb_pool;
@@ -108,8 +110,12 @@ struct smb_loc {
 	/* Lock order: gate, then a pool's context (checked out), then wlock, then the path tree's
 	 * lock; pool->lock is a leaf. */
 	GRWLock gate;		 /* handle operations read; moving open handles (rename) writes */
-	GMutex wlock;		 /* guards open */
+	GMutex wlock;		 /* guards open, and the write-behind state of files and nodes */
 	GHashTable *open;	 /* struct ff_pathnode * -> struct smb_open_node * (smb_file.c) */
+	GCond wb_done;		 /* (with wlock) a file's write-behind write ended */
+	GThreadPool *writers;	 /* write-behind: threads that write files' queued data */
+	uint64_t wb_window;	 /* bytes per file written behind (write-behind=) */
+	uint64_t wb_queued;	 /* bytes queued by all its files (under wlock) */
 	struct smb_watch *watch; /* changes by others (smb_watch.c), or NULL */
 	GMutex names_lock;	 /* a leaf lock, for names */
 	GHashTable *names; /* directory URL -> its exact names, recently listed (smb_case.c) */
@@ -134,6 +140,11 @@ struct smb_file {
 	bool rebound;		  /* its context died: check the file's identity when reopening */
 	bool stale;		  /* reopened after that, it was another file: ESTALE for good */
 	gint64 t0;		  /* start of the running operation (its context is held) */
+	/* Write-behind (smb_file.c), under loc->wlock: */
+	GQueue wb;	    /* struct smb_wbuf: data to write, in order */
+	uint64_t wb_queued; /* its bytes, with those being written */
+	bool wb_busy;	    /* a writer thread has the file */
+	int wb_err;	    /* the first write error: every later write and flush fails */
 };
 
 /* Arguments of the path operations run through smb_run() (setattr, namespace, statfs). */
@@ -316,6 +327,14 @@ ssize_t smb_read(void *loc, ff_fh *fh, void *buf, size_t size, off_t off);
 /* pwrite(2); with O_APPEND at the file's current end. */
 ssize_t smb_write(void *loc, const struct ff_cred *cred, ff_fh *fh, const void *buf, size_t size,
 		  off_t off);
+/* The writer threads' task: write what a file has queued (write-behind). */
+void smb_wb_run(gpointer fh, gpointer loc);
+/* Wait until no file of `node` has data queued (reads and attributes then see it). */
+void smb_wb_node_wait(struct smb_loc *loc, struct ff_pathnode *node);
+/* Raise st_size to the end of the data the files of `node` have queued. */
+void smb_wb_node_size(struct smb_loc *loc, struct ff_pathnode *node, struct stat *st);
+/* The backend's write_behind_bytes(). */
+uint64_t smb_write_behind_bytes(void *loc);
 /* close(2): a handle that wrote is closed here, so that mtime settles (see smb_file.c). */
 int smb_flush(void *loc, ff_fh *fh);
 /* fsync(2) settles mtime as flush does; fdatasync(2) only checks the connection. */

@@ -145,6 +145,7 @@ int smb_readdir(void *loc_, const struct ff_cred *cred, ff_node *node, ff_dh *dh
 		if (plus) {
 			child = (ff_node *)ff_pathtree_child(loc->tree, smb_pn(node), e->name);
 			smb_node_seen(loc, smb_pn(child), &e->st);
+			smb_wb_node_size(loc, smb_pn(child), &e->st);
 		}
 		dh->served = true;
 		r = fill(buf, e->name, &e->st, (off_t)i + 1, child, false);

@@ -32,6 +32,8 @@
 struct smb_open_node {
 	GPtrArray *fhs; /* struct smb_file * */
 	unsigned int writers;
+	uint64_t wb_queued; /* bytes its files have queued (write-behind) */
+	uint64_t wb_end;    /* while any: the end of the furthest */
 	bool times_pending;
 	struct timeval tv[2];
 };
@@ -441,6 +443,7 @@ ssize_t smb_read(void *loc_, ff_fh *fh_, void *buf, size_t size, off_t off)
 	bool again = false;
 	int rc;
 
+	smb_wb_node_wait(loc, fh->node); /* a read sees what was written */
 	for (int attempt = 0; attempt < 2 && done == 0; attempt++) {
 		SMBCCTX *ctx;
 
@@ -501,11 +504,9 @@ static int smb_write_once(struct smb_loc *loc, struct smb_file *fh, const void *
 
 /* A write at an offset that its broken connection failed runs once more on a new one (writing
  * the same bytes twice at one place is harmless); an append does not (it could append twice). */
-ssize_t smb_write(void *loc_, const struct ff_cred *cred, ff_fh *fh_, const void *buf, size_t size,
-		  off_t off)
+static int smb_write_now(struct smb_loc *loc, struct smb_file *fh, const void *buf, size_t size,
+			 off_t off)
 {
-	struct smb_loc *loc = loc_;
-	struct smb_file *fh = (struct smb_file *)fh_;
 	bool again = false;
 	int rc;
 
@@ -519,6 +520,172 @@ ssize_t smb_write(void *loc_, const struct ff_cred *cred, ff_fh *fh_, const void
 			break;
 	}
 	smb_watch_expect(loc, fh->node, NULL, true);
+	return rc;
+}
+
+/*
+ * Write-behind: a write() is answered once its data is queued; a writer thread (loc->writers)
+ * writes a file's queue in order, joining adjacent writes into one of up to SMB_WB_WRITE_MAX
+ * (libsmbclient has no asynchronous calls, and one large write costs a round trip where a
+ * megabyte each cost one each). Up to loc->wb_window bytes per file wait. Whatever looks at the
+ * file waits for its queue: a read, a stat, a truncation, flush, fsync and release; lookups and
+ * listings show at least the size queued. The first error sticks to the file: its next write,
+ * flush and fsync fail with it.
+ */
+struct smb_wbuf {
+	off_t off;
+	size_t len, cap;
+	char *data;
+};
+
+/* The file's queue drained (loc->wlock held): its error, or 0. */
+static int smb_wb_wait_locked(struct smb_loc *loc, struct smb_file *fh)
+{
+	while (fh->wb_busy || fh->wb_queued > 0)
+		g_cond_wait(&loc->wb_done, &loc->wlock);
+	return fh->wb_err;
+}
+
+static int smb_wb_wait(struct smb_loc *loc, struct smb_file *fh)
+{
+	int rc;
+
+	g_mutex_lock(&loc->wlock);
+	rc = smb_wb_wait_locked(loc, fh);
+	g_mutex_unlock(&loc->wlock);
+	return rc;
+}
+
+static struct smb_open_node *smb_wb_node(struct smb_loc *loc, struct smb_file *fh)
+{
+	return g_hash_table_lookup(loc->open, fh->node);
+}
+
+void smb_wb_run(gpointer fh_, gpointer loc_)
+{
+	struct smb_loc *loc = loc_;
+	struct smb_file *fh = fh_;
+
+	g_mutex_lock(&loc->wlock);
+	for (;;) {
+		struct smb_wbuf *b = g_queue_pop_head(&fh->wb);
+		struct smb_open_node *o;
+		int rc = 0;
+
+		if (!b) {
+			fh->wb_busy = false;
+			g_cond_broadcast(&loc->wb_done);
+			break;
+		}
+		g_mutex_unlock(&loc->wlock);
+		if (!fh->wb_err) /* read without the lock: only this thread sets it now */
+			rc = smb_write_now(loc, fh, b->data, b->len, b->off);
+		g_mutex_lock(&loc->wlock);
+		if (rc && !fh->wb_err)
+			fh->wb_err = rc;
+		fh->wb_queued -= b->len;
+		loc->wb_queued -= b->len;
+		o = smb_wb_node(loc, fh);
+		if (o) {
+			o->wb_queued -= b->len;
+			if (o->wb_queued == 0)
+				o->wb_end = 0;
+		}
+		g_cond_broadcast(&loc->wb_done);
+		g_free(b->data);
+		g_free(b);
+	}
+	g_mutex_unlock(&loc->wlock);
+}
+
+/* Queue a write; 0 or the file's error. */
+static int smb_wb_queue(struct smb_loc *loc, struct smb_file *fh, const void *buf, size_t size,
+			off_t off)
+{
+	struct smb_open_node *o;
+	struct smb_wbuf *b;
+	int rc;
+
+	g_mutex_lock(&loc->wlock);
+	while (!fh->wb_err && fh->wb_queued > 0 && fh->wb_queued + size > loc->wb_window)
+		g_cond_wait(&loc->wb_done, &loc->wlock);
+	rc = fh->wb_err;
+	if (rc)
+		goto out;
+	b = g_queue_peek_tail(&fh->wb); /* not being written: the writer pops what it writes */
+	if (b && b->off + (off_t)b->len == off && b->len + size <= SMB_WB_WRITE_MAX) {
+		if (b->len + size > b->cap) {
+			b->cap = MIN(MAX(2 * b->cap, b->len + size), SMB_WB_WRITE_MAX);
+			b->data = g_realloc(b->data, b->cap);
+		}
+	} else {
+		b = g_new0(struct smb_wbuf, 1);
+		b->off = off;
+		b->cap = size;
+		b->data = g_malloc(size);
+		g_queue_push_tail(&fh->wb, b);
+	}
+	memcpy(b->data + b->len, buf, size);
+	b->len += size;
+	fh->wb_queued += size;
+	loc->wb_queued += size;
+	o = smb_wb_node(loc, fh);
+	if (o) {
+		o->wb_queued += size;
+		o->wb_end = MAX(o->wb_end, (uint64_t)off + size);
+	}
+	if (!fh->wb_busy) {
+		fh->wb_busy = true;
+		g_thread_pool_push(loc->writers, fh, NULL);
+	}
+out:
+	g_mutex_unlock(&loc->wlock);
+	return rc;
+}
+
+void smb_wb_node_wait(struct smb_loc *loc, struct ff_pathnode *node)
+{
+	struct smb_open_node *o;
+
+	g_mutex_lock(&loc->wlock);
+	while ((o = g_hash_table_lookup(loc->open, node)) && o->wb_queued > 0)
+		g_cond_wait(&loc->wb_done, &loc->wlock);
+	g_mutex_unlock(&loc->wlock);
+}
+
+void smb_wb_node_size(struct smb_loc *loc, struct ff_pathnode *node, struct stat *st)
+{
+	struct smb_open_node *o;
+
+	g_mutex_lock(&loc->wlock);
+	o = g_hash_table_lookup(loc->open, node);
+	if (o && o->wb_queued > 0 && (off_t)o->wb_end > st->st_size)
+		st->st_size = (off_t)o->wb_end;
+	g_mutex_unlock(&loc->wlock);
+}
+
+uint64_t smb_write_behind_bytes(void *loc_)
+{
+	struct smb_loc *loc = loc_;
+	uint64_t n;
+
+	g_mutex_lock(&loc->wlock);
+	n = loc->wb_queued;
+	g_mutex_unlock(&loc->wlock);
+	return n;
+}
+
+ssize_t smb_write(void *loc_, const struct ff_cred *cred, ff_fh *fh_, const void *buf, size_t size,
+		  off_t off)
+{
+	struct smb_loc *loc = loc_;
+	struct smb_file *fh = (struct smb_file *)fh_;
+	int rc;
+
+	if (loc->wb_window > 0 && !(fh->flags & (O_APPEND | O_SYNC | O_DSYNC)))
+		rc = smb_wb_queue(loc, fh, buf, size, off);
+	else /* an append must know where the file ends now; O_SYNC waits */
+		rc = smb_wb_wait(loc, fh) ?: smb_write_now(loc, fh, buf, size, off);
 	return rc ? rc : (ssize_t)size;
 }
 
@@ -535,8 +702,8 @@ static void smb_times_reapply(struct smb_loc *loc, struct smb_file *fh, const st
 }
 
 /*
- * close(2). SMB writes are acknowledged by the server before write() returns here, so there is
- * nothing deferred to report but a lost connection. But the server's view of mtime is: Samba
+ * close(2). smb_flush() first waits for the file's queued writes (write-behind above) and
+ * reports their error. Then the server's view of mtime is settled: Samba
  * updates the write time of a written file lazily (its "delayed write time", as Windows does):
  * when the handle is closed, or two seconds after the first write; until then every stat,
  * through any handle, shows mtime as it was when the file was opened. FUSE sends RELEASE, where
@@ -590,7 +757,10 @@ static int smb_fh_settle(struct smb_loc *loc, struct smb_file *fh)
 
 int smb_flush(void *loc, ff_fh *fh)
 {
-	return smb_fh_settle(loc, (struct smb_file *)fh);
+	int err = smb_wb_wait(loc, (struct smb_file *)fh);
+	int rc = smb_fh_settle(loc, (struct smb_file *)fh);
+
+	return err ? err : rc;
 }
 
 int smb_fsync(void *loc_, ff_fh *fh_, int datasync)
@@ -600,7 +770,10 @@ int smb_fsync(void *loc_, ff_fh *fh_, int datasync)
 	int rc;
 
 	if (!datasync)
-		return smb_fh_settle(loc, fh);
+		return smb_flush(loc, fh_);
+	rc = smb_wb_wait(loc, fh);
+	if (rc)
+		return rc;
 	rc = smb_fh_begin(loc, fh, false);
 	if (rc)
 		return rc;
@@ -617,6 +790,8 @@ int smb_release(void *loc_, ff_fh *fh_)
 	bool writer = (fh->flags & O_ACCMODE) != O_RDONLY;
 	int rc = 0;
 
+	if (writer && smb_wb_wait(loc, fh)) /* its flush said so already */
+		g_message("%s: data written to a file closed since was lost", loc->display);
 	if (writer) /* its close may move mtime */
 		smb_watch_expect(loc, fh->node, NULL, false);
 	/* Inside the gate until it has left loc->open: smb_rename_open() must not see it after.

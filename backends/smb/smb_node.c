@@ -73,6 +73,7 @@ int smb_lookup(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 			return rc;
 		*node = (ff_node *)ff_pathtree_child(loc->tree, smb_pn(parent), name);
 		smb_node_seen(loc, smb_pn(*node), st);
+		smb_wb_node_size(loc, smb_pn(*node), st); /* never shrink a file being written */
 		rc = 0;
 	}
 	return rc;
@@ -162,6 +163,7 @@ int smb_getattr(void *loc_, const struct ff_cred *cred, ff_node *node, ff_fh *fh
 	char *url;
 	int rc;
 
+	smb_wb_node_wait(loc, smb_pn(node)); /* the size the kernel was told */
 	if (fh) {
 		rc = smb_fh_begin(loc, fh, false);
 		if (rc)
@@ -258,6 +260,7 @@ int smb_setattr(void *loc_, const struct ff_cred *cred, ff_node *node, ff_fh *fh
 	char *url;
 	int rc = 0;
 
+	smb_wb_node_wait(loc, smb_pn(node)); /* a truncation must not be overtaken by them */
 	url = smb_url(loc, smb_pn(node), NULL);
 	if (!url)
 		return -ESTALE;

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Write-behind on nfs:// (write-behind=, README "NFS"): a write() is answered
-before the server answers its WRITE, so everything that looks at the file meanwhile must see
+"""Write-behind on nfs:// and smb:// (write-behind=, README "NFS" and "SMB"): a write() is
+answered before the server answers it, so everything that looks at the file meanwhile must see
 what was written: a read through another descriptor (O_DIRECT, past the kernel's page cache),
 the size through fstat() and stat(), a truncation issued after the writes. close() and fsync()
 wait for every WRITE; with write-behind=0 every write() does. The daemon's memory stays bounded
@@ -16,7 +16,7 @@ import pytest
 from test_sharing import export_dir
 from util import namespace_text, read_file
 
-KINDS = ["nfs3", "nfs4"]
+KINDS = ["nfs3", "nfs4", "smb"]
 MiB = 1 << 20
 
 
