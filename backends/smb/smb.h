@@ -25,7 +25,8 @@
 #define SMB_KRB5_HOLDOFF_US (2 * G_USEC_PER_SEC)  /* the same with a user's Kerberos ticket */
 #define SMB_CRED_MAX 4096			  /* a credentials file is a few lines */
 #define SMB_WRITERS 4 /* threads per location writing files' queued data (write-behind) */
-#define SMB_WB_WRITE_MAX (8u << 20) /* queued writes joined into one up to this size */
+#define SMB_WB_WRITE_MAX (8u << 20)   /* queued writes joined into one up to this size */
+#define SMB_WB_TOTAL_MAX (512u << 20) /* queued by all files of the daemon: then writes wait */
 #define SMB_NAME_MAX 255 /* and libsmbclient's fstring buffers for user/password/domain */
 
 struct smb_pool;

@@ -538,6 +538,9 @@ struct smb_wbuf {
 	char *data;
 };
 
+/* Bytes queued by every SMB location of the daemon, against SMB_WB_TOTAL_MAX. */
+static int64_t smb_wb_total;
+
 /* The file's queue drained (loc->wlock held): its error, or 0. */
 static int smb_wb_wait_locked(struct smb_loc *loc, struct smb_file *fh)
 {
@@ -585,6 +588,7 @@ void smb_wb_run(gpointer fh_, gpointer loc_)
 			fh->wb_err = rc;
 		fh->wb_queued -= b->len;
 		loc->wb_queued -= b->len;
+		__atomic_sub_fetch(&smb_wb_total, (int64_t)b->len, __ATOMIC_RELAXED);
 		o = smb_wb_node(loc, fh);
 		if (o) {
 			o->wb_queued -= b->len;
@@ -607,8 +611,14 @@ static int smb_wb_queue(struct smb_loc *loc, struct smb_file *fh, const void *bu
 	int rc;
 
 	g_mutex_lock(&loc->wlock);
-	while (!fh->wb_err && fh->wb_queued > 0 && fh->wb_queued + size > loc->wb_window)
-		g_cond_wait(&loc->wb_done, &loc->wlock);
+	/* Room in the file's window, and in the daemon's: a file with nothing queued may always
+	 * queue one write. (Other locations' writers do not wake this one: look again often.) */
+	while (!fh->wb_err && fh->wb_queued > 0 &&
+	       (fh->wb_queued + size > loc->wb_window ||
+		(uint64_t)__atomic_load_n(&smb_wb_total, __ATOMIC_RELAXED) + size >
+			SMB_WB_TOTAL_MAX))
+		g_cond_wait_until(&loc->wb_done, &loc->wlock,
+				  g_get_monotonic_time() + 10 * G_TIME_SPAN_MILLISECOND);
 	rc = fh->wb_err;
 	if (rc)
 		goto out;
@@ -629,6 +639,7 @@ static int smb_wb_queue(struct smb_loc *loc, struct smb_file *fh, const void *bu
 	b->len += size;
 	fh->wb_queued += size;
 	loc->wb_queued += size;
+	__atomic_add_fetch(&smb_wb_total, (int64_t)size, __ATOMIC_RELAXED);
 	o = smb_wb_node(loc, fh);
 	if (o) {
 		o->wb_queued += size;
