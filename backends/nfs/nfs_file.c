@@ -400,10 +400,10 @@ static int settle_once(struct nfs_loc *loc, struct nfs_handle *h, bool commit, g
 		if (resend) {
 			rc = nfs_wb_resend(h->wb, h->conn, &t);
 		} else {
+			/* what a changed verifier dropped is sent again next round */
 			rc = commit_leased(h, verf);
 			if (rc == 0)
-				nfs_wb_committed(loc, h->wb,
-						 verf); /* -EAGAIN: sent again next round */
+				nfs_wb_committed(loc, h->wb, verf);
 		}
 		if (handle_end(h, rc) || ff_errno_is_connection(rc))
 			continue; /* reopened on a fresh context next round */

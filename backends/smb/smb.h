@@ -116,7 +116,7 @@ struct smb_loc {
 	GCond wb_done;		 /* (with wlock) a file's write-behind write ended */
 	GThreadPool *writers;	 /* write-behind: threads that write files' queued data */
 	uint64_t wb_window;	 /* bytes per file written behind (write-behind=) */
-	uint64_t wb_queued;	 /* bytes queued by all its files (under wlock) */
+	uint64_t wb_queued;	 /* bytes queued by all its files (atomic; changed under wlock) */
 	struct smb_watch *watch; /* changes by others (smb_watch.c), or NULL */
 	GMutex names_lock;	 /* a leaf lock, for names */
 	GHashTable *names; /* directory URL -> its exact names, recently listed (smb_case.c) */

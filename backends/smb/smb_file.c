@@ -587,7 +587,7 @@ void smb_wb_run(gpointer fh_, gpointer loc_)
 		if (rc && !fh->wb_err)
 			fh->wb_err = rc;
 		fh->wb_queued -= b->len;
-		loc->wb_queued -= b->len;
+		__atomic_sub_fetch(&loc->wb_queued, b->len, __ATOMIC_RELAXED);
 		__atomic_sub_fetch(&smb_wb_total, (int64_t)b->len, __ATOMIC_RELAXED);
 		o = smb_wb_node(loc, fh);
 		if (o) {
@@ -638,7 +638,7 @@ static int smb_wb_queue(struct smb_loc *loc, struct smb_file *fh, const void *bu
 	memcpy(b->data + b->len, buf, size);
 	b->len += size;
 	fh->wb_queued += size;
-	loc->wb_queued += size;
+	__atomic_add_fetch(&loc->wb_queued, size, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&smb_wb_total, (int64_t)size, __ATOMIC_RELAXED);
 	o = smb_wb_node(loc, fh);
 	if (o) {
@@ -654,10 +654,19 @@ out:
 	return rc;
 }
 
+/* Nothing queued anywhere in the location: reads, stats and listings need not look (what this
+ * thread queued itself is counted already). */
+static bool smb_wb_idle(struct smb_loc *loc)
+{
+	return __atomic_load_n(&loc->wb_queued, __ATOMIC_RELAXED) == 0;
+}
+
 void smb_wb_node_wait(struct smb_loc *loc, struct ff_pathnode *node)
 {
 	struct smb_open_node *o;
 
+	if (smb_wb_idle(loc))
+		return;
 	g_mutex_lock(&loc->wlock);
 	while ((o = g_hash_table_lookup(loc->open, node)) && o->wb_queued > 0)
 		g_cond_wait(&loc->wb_done, &loc->wlock);
@@ -668,6 +677,8 @@ void smb_wb_node_size(struct smb_loc *loc, struct ff_pathnode *node, struct stat
 {
 	struct smb_open_node *o;
 
+	if (smb_wb_idle(loc))
+		return;
 	g_mutex_lock(&loc->wlock);
 	o = g_hash_table_lookup(loc->open, node);
 	if (o && o->wb_queued > 0 && (off_t)o->wb_end > st->st_size)
@@ -678,12 +689,8 @@ void smb_wb_node_size(struct smb_loc *loc, struct ff_pathnode *node, struct stat
 uint64_t smb_write_behind_bytes(void *loc_)
 {
 	struct smb_loc *loc = loc_;
-	uint64_t n;
 
-	g_mutex_lock(&loc->wlock);
-	n = loc->wb_queued;
-	g_mutex_unlock(&loc->wlock);
-	return n;
+	return __atomic_load_n(&loc->wb_queued, __ATOMIC_RELAXED);
 }
 
 ssize_t smb_write(void *loc_, const struct ff_cred *cred, ff_fh *fh_, const void *buf, size_t size,
