@@ -108,7 +108,6 @@ struct nfs_loc {
 	int wb_bytes;		      /* write-behind window per file (0: none) */
 	GMutex wb_lock;		      /* guards: */
 	GHashTable *wb_files;	      /* struct ff_pathnode * -> GPtrArray of struct nfs_wb * */
-	gint wb_count;		      /* files in wb_files (atomic) */
 	int64_t wb_kept;	      /* bytes kept by its files (atomic) */
 };
 

@@ -202,7 +202,6 @@ struct nfs_wb *nfs_wb_new(struct nfs_loc *loc, struct ff_pathnode *node)
 		g_hash_table_insert(loc->wb_files, node, list);
 	}
 	g_ptr_array_add(list, wb);
-	g_atomic_int_inc(&loc->wb_count);
 	g_mutex_unlock(&loc->wb_lock);
 	return wb;
 }
@@ -240,7 +239,6 @@ void nfs_wb_free(struct nfs_loc *loc, struct nfs_wb *wb)
 	g_ptr_array_remove_fast(list, wb);
 	if (list->len == 0)
 		g_hash_table_remove(loc->wb_files, wb->node);
-	g_atomic_int_dec_and_test(&loc->wb_count);
 	g_mutex_unlock(&loc->wb_lock);
 	wb_unref(wb);
 }
@@ -545,7 +543,7 @@ int nfs_wb_node_wait(struct nfs_loc *loc, struct ff_pathnode *node, gint64 deadl
 	GPtrArray *files;
 	int rc = 0;
 
-	if (g_atomic_int_get(&loc->wb_count) == 0)
+	if (nfs_write_behind_bytes(loc) == 0) /* nothing kept: nothing in flight */
 		return 0;
 	files = node_files(loc, node);
 	for (guint i = 0; files && i < files->len; i++) {
@@ -562,7 +560,7 @@ void nfs_wb_node_size(struct nfs_loc *loc, struct ff_pathnode *node, struct stat
 {
 	GPtrArray *list;
 
-	if (g_atomic_int_get(&loc->wb_count) == 0)
+	if (nfs_write_behind_bytes(loc) == 0) /* nothing kept: nothing in flight */
 		return;
 	g_mutex_lock(&loc->wb_lock);
 	list = g_hash_table_lookup(loc->wb_files, node);
