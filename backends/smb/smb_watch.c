@@ -228,9 +228,19 @@ static int watch_cb(const struct smbc_notify_callback_action *actions, size_t n,
 	return watch_stopping(w);
 }
 
+/* The server refused the watch itself (it does not offer change notification, or not to this
+ * account), as opposed to failing, or going away, under it. */
+static bool watch_refused(int rc)
+{
+	return rc == -ENOSYS || rc == -EOPNOTSUPP || rc == -EACCES || rc == -EPERM || rc == -EINVAL;
+}
+
 /* One watch, from connecting to its end: 0 when asked to stop, WATCH_OVERFLOW, or -errno;
- * *worked says that it was set up on the server. */
-static int watch_once(struct smb_watch *w, bool *worked)
+ * *worked says that it was set up on the server, *refused that the server refused it. Only
+ * the notify call's own failure can be a refusal: the connection and the listing before it
+ * fail like any other operation when the server goes away (a listing cut short by a stopped
+ * server says EINVAL). */
+static int watch_once(struct smb_watch *w, bool *worked, bool *refused)
 {
 	struct smb_conn *conn;
 	SMBCFILE *dir;
@@ -247,21 +257,16 @@ static int watch_once(struct smb_watch *w, bool *worked)
 	}
 	errno = 0;
 	if (smbc_getFunctionNotify(conn->ctx)(conn->ctx, dir, true, WATCH_FILTER, WATCH_POLL_MS,
-					      watch_cb, w) < 0)
+					      watch_cb, w) < 0) {
 		/* STATUS_NOTIFY_ENUM_DIR is no error status: libsmbclient's errno for it is 0 */
 		rc = errno == 0 ? WATCH_OVERFLOW : smb_err(errno);
+		*refused = watch_refused(rc);
+	}
 	*worked = g_atomic_int_get(&w->armed);
 	g_atomic_int_set(&w->armed, 0);
 	smbc_getFunctionClosedir(conn->ctx)(conn->ctx, dir);
 	smb_pool_put(&w->pool, conn, rc == WATCH_OVERFLOW ? 0 : rc);
 	return rc;
-}
-
-/* The server refused the watch itself (it does not offer change notification, or not to this
- * account), as opposed to failing, or going away, under it. */
-static bool watch_refused(int rc)
-{
-	return rc == -ENOSYS || rc == -EOPNOTSUPP || rc == -EACCES || rc == -EPERM || rc == -EINVAL;
 }
 
 static gpointer watch_thread(gpointer data)
@@ -272,8 +277,8 @@ static gpointer watch_thread(gpointer data)
 	int told = 0;	   /* the last failure the log was told of */
 
 	while (!watch_stopping(w)) {
-		bool worked = false;
-		int rc = watch_once(w, &worked);
+		bool worked = false, refused = false;
+		int rc = watch_once(w, &worked, &refused);
 		gint64 deadline;
 
 		if (watch_stopping(w))
@@ -288,7 +293,7 @@ static gpointer watch_thread(gpointer data)
 		g_atomic_int_set(&w->missed, 1);
 		if (rc == WATCH_OVERFLOW) /* nothing wrong: at once */
 			continue;
-		if (rc != told && (ever || !watch_refused(rc)))
+		if (rc != told && (ever || !refused))
 			/* The connection or the server failed under it (a stopped or restarted
 			 * server fails the outstanding notify with EIO as well), which the
 			 * location's own operations report. */

@@ -52,6 +52,9 @@ URI_KEY = {"nfs3": "NFS_V3_URI", "nfs4": "NFS_V4_URI", "smb": "SMB_URI"}
 DIR_KEY = {"nfs3": "NFS_V3_DIR", "nfs4": "NFS_V4_DIR", "smb": "SMB_DIR"}
 MODULE_OF = {"nfs3": "nfs", "nfs4": "nfs", "smb": "smb"}
 
+# its servers stop mid-operation: see test/lsan-stopped-servers.supp
+pytestmark = pytest.mark.usefixtures("servers_stopped_midway")
+
 
 # ---- fixtures ----------------------------------------------------------------------------------
 
