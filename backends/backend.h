@@ -41,7 +41,7 @@
 #include <fcntl.h>
 
 #define FF_BACKEND_ABI_MAJOR 4 /* incompatible changes bump this; the core refuses others */
-#define FF_BACKEND_ABI_MINOR 7 /* compatible additions (new ops at the end) bump this */
+#define FF_BACKEND_ABI_MINOR 8 /* compatible additions (new ops at the end) bump this */
 #define FF_BACKEND_SYMBOL "fedfuse_backend"
 
 /* An object (file, directory, symlink, ...) inside a location, as the backend represents it.
@@ -391,6 +391,18 @@ struct ff_backend_ops {
 	 * server has not yet acknowledged them, or not yet put them on stable storage (0 for a
 	 * backend without write-behind). Cheap: the metrics ask it for every location. */
 	uint64_t (*write_behind_bytes)(void *loc);
+
+	/* ---- read-ahead (ABI minor 8) -------------------------------------------------------- */
+
+	/* Optional: a read answered from data the backend holds already (read ahead of the
+	 * kernel's requests), without copying it. *data points at the bytes (fewer than `size`
+	 * only at the end of the file) and stays valid until read_done(loc, fh, *ref), which the
+	 * core calls once the reply is sent. Returns their number, or -EAGAIN when the backend
+	 * holds nothing for this request: the core calls read() then. May wait for data being
+	 * read already. */
+	ssize_t (*read_held)(void *loc, ff_fh *fh, size_t size, off_t off, const void **data,
+			     void **ref);
+	void (*read_done)(void *loc, ff_fh *fh, void *ref);
 };
 
 enum ff_lock_how {

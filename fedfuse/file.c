@@ -192,6 +192,8 @@ static void do_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct ff_file *f = ff_file_of(fi);
 	gint64 start = g_get_monotonic_time();
+	const void *held;
+	void *ref;
 	struct stat st;
 	ssize_t n;
 
@@ -223,7 +225,14 @@ static void do_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
 		return;
 	}
-	n = ff_gw_read(f->mnt, f->fh, io_buffer(size), size, off);
+	n = ff_gw_read_held(f->mnt, f->fh, size, off, &held, &ref);
+	if (n >= 0) { /* read ahead by the backend: sent from where it is */
+		fuse_reply_buf(req, held, n);
+		ff_gw_read_done(f->mnt, f->fh, ref);
+		return;
+	}
+	if (n == -EAGAIN)
+		n = ff_gw_read(f->mnt, f->fh, io_buffer(size), size, off);
 	if (n < 0)
 		ff_reply_err(req, (int)n);
 	else

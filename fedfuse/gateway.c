@@ -203,6 +203,16 @@ static uint64_t default_write_behind_bytes(void *loc)
 	return 0;
 }
 
+static ssize_t default_read_held(void *loc, ff_fh *fh, size_t size, off_t off, const void **data,
+				 void **ref)
+{
+	return -EAGAIN;
+}
+
+static void default_read_done(void *loc, ff_fh *fh, void *ref)
+{
+}
+
 /* How much of struct ff_backend_ops a module built for ABI minor `minor` has: ops are only
  * ever added at the end, and the rest must not be read. */
 static size_t ops_size(unsigned int minor)
@@ -215,6 +225,8 @@ static size_t ops_size(unsigned int minor)
 		return offsetof(struct ff_backend_ops, server_lock);
 	if (minor < 7)
 		return offsetof(struct ff_backend_ops, write_behind_bytes);
+	if (minor < 8)
+		return offsetof(struct ff_backend_ops, read_held);
 	return sizeof(struct ff_backend_ops);
 }
 
@@ -301,6 +313,10 @@ const struct ff_backend_ops *ff_gw_complete_ops(const struct ff_backend_ops *ops
 		o->server_lock = default_server_lock;
 	if (!o->write_behind_bytes)
 		o->write_behind_bytes = default_write_behind_bytes;
+	if (!o->read_held || !o->read_done) {
+		o->read_held = default_read_held;
+		o->read_done = default_read_done;
+	}
 	return o;
 }
 
@@ -551,6 +567,26 @@ ssize_t ff_gw_read(struct ff_mount *m, ff_fh *fh, void *buf, size_t size, off_t 
 	account(m, FF_OP_READ, n < 0 ? (int)n : 0, start);
 	ff_mount_account_bytes(m, FF_OP_READ, n);
 	return n;
+}
+
+ssize_t ff_gw_read_held(struct ff_mount *m, ff_fh *fh, size_t size, off_t off, const void **data,
+			void **ref)
+{
+	gint64 start = g_get_monotonic_time();
+	ssize_t n = handle_usable(m);
+
+	if (n == 0)
+		n = m->be->ops->read_held(m->ctx, fh, size, off, data, ref);
+	if (n == -EAGAIN)
+		return n; /* read() follows, and is counted */
+	account(m, FF_OP_READ, n < 0 ? (int)n : 0, start);
+	ff_mount_account_bytes(m, FF_OP_READ, n);
+	return n;
+}
+
+void ff_gw_read_done(struct ff_mount *m, ff_fh *fh, void *ref)
+{
+	m->be->ops->read_done(m->ctx, fh, ref);
 }
 
 ssize_t ff_gw_write(struct ff_mount *m, const struct ff_cred *cred, ff_fh *fh, const void *buf,

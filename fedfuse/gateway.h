@@ -73,6 +73,11 @@ int ff_gw_open(struct ff_mount *m, const struct ff_cred *cred, ff_node *node, in
 int ff_gw_create(struct ff_mount *m, const struct ff_cred *cred, ff_node *parent, const char *name,
 		 mode_t mode, int flags, ff_node **node, struct stat *st, ff_fh **fh);
 ssize_t ff_gw_read(struct ff_mount *m, ff_fh *fh, void *buf, size_t size, off_t off);
+/* A read from data the backend holds (read-ahead): -EAGAIN when it holds none, then
+ * ff_gw_read(); otherwise ff_gw_read_done() once *data was sent. */
+ssize_t ff_gw_read_held(struct ff_mount *m, ff_fh *fh, size_t size, off_t off, const void **data,
+			void **ref);
+void ff_gw_read_done(struct ff_mount *m, ff_fh *fh, void *ref);
 ssize_t ff_gw_write(struct ff_mount *m, const struct ff_cred *cred, ff_fh *fh, const void *buf,
 		    size_t size, off_t off);	    /* EROFS */
 int ff_gw_handle_fd(struct ff_mount *m, ff_fh *fh); /* default: -1 */

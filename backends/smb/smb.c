@@ -380,6 +380,8 @@ static void smb_loc_free(struct smb_loc *loc)
 	ff_pathtree_free(loc->tree);
 	if (loc->writers)
 		g_thread_pool_free(loc->writers, FALSE, TRUE); /* idle: every file was released */
+	if (loc->readers)
+		g_thread_pool_free(loc->readers, FALSE, TRUE); /* idle, as the writers */
 	if (loc->open) {
 		g_cond_clear(&loc->wb_done);
 		g_hash_table_destroy(loc->open);
@@ -492,6 +494,7 @@ static int smb_mount(const struct ff_location_spec *spec, const struct ff_notify
 		(uint64_t)(spec->write_behind < 0 ? FF_WRITE_BEHIND_DEFAULT : spec->write_behind)
 		<< 20;
 	loc->writers = g_thread_pool_new(smb_wb_run, loc, SMB_WRITERS, FALSE, NULL);
+	loc->readers = g_thread_pool_new(smb_ra_run, loc, SMB_READERS, FALSE, NULL);
 	g_cond_init(&loc->wb_done);
 	g_mutex_init(&loc->wlock);
 	g_rw_lock_init(&loc->gate);
@@ -632,6 +635,8 @@ static const struct ff_backend_ops smb_ops = {
 	.fsync = smb_fsync,
 	.release = smb_release,
 	.write_behind_bytes = smb_write_behind_bytes,
+	.read_held = smb_read_held,
+	.read_done = smb_read_done,
 	.opendir = smb_opendir,
 	.readdir = smb_readdir,
 	.releasedir = smb_releasedir,

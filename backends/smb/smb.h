@@ -115,6 +115,7 @@ struct smb_loc {
 	GHashTable *open;	 /* struct ff_pathnode * -> struct smb_open_node * (smb_file.c) */
 	GCond wb_done;		 /* (with wlock) a file's write-behind write ended */
 	GThreadPool *writers;	 /* write-behind: threads that write files' queued data */
+	GThreadPool *readers;	 /* read-ahead: threads that read blocks of files ahead */
 	uint64_t wb_window;	 /* bytes per file written behind (write-behind=) */
 	uint64_t wb_queued;	 /* bytes queued by all its files (atomic; changed under wlock) */
 	struct smb_watch *watch; /* changes by others (smb_watch.c), or NULL */
@@ -146,6 +147,7 @@ struct smb_file {
 	uint64_t wb_queued; /* its bytes, with those being written */
 	bool wb_busy;	    /* a writer thread has the file */
 	int wb_err;	    /* the first write error: every later write and flush fails */
+	struct smb_ra *ra;  /* read-ahead (smb_readahead.c); NULL for a write-only handle */
 };
 
 /* Arguments of the path operations run through smb_run() (setattr, namespace, statfs). */
@@ -330,6 +332,20 @@ ssize_t smb_write(void *loc, const struct ff_cred *cred, ff_fh *fh, const void *
 		  off_t off);
 /* The writer threads' task: write what a file has queued (write-behind). */
 void smb_wb_run(gpointer fh, gpointer loc);
+ssize_t smb_read_direct(struct smb_loc *loc, struct smb_file *fh, void *buf, size_t size,
+			off_t off);
+/* The data of `node` changed (a write, a truncation, another client): read-ahead drops it. */
+void smb_data_changed(struct smb_loc *loc, struct ff_pathnode *node);
+
+/* smb_readahead.c */
+#define SMB_READERS 4 /* threads per location reading blocks of files ahead */
+struct smb_ra *smb_ra_new(void);
+void smb_ra_free(struct smb_ra *ra);  /* waits for its reader thread */
+void smb_ra_stale(struct smb_ra *ra); /* the file's data changed */
+ssize_t smb_ra_read(struct smb_loc *loc, struct smb_file *fh, void *buf, size_t size, off_t off);
+ssize_t smb_read_held(void *loc, ff_fh *fh, size_t size, off_t off, const void **data, void **ref);
+void smb_read_done(void *loc, ff_fh *fh, void *ref);
+void smb_ra_run(gpointer fh, gpointer loc);
 /* Wait until no file of `node` has data queued (reads and attributes then see it). */
 void smb_wb_node_wait(struct smb_loc *loc, struct ff_pathnode *node);
 /* Raise st_size to the end of the data the files of `node` have queued. */
@@ -373,6 +389,8 @@ struct smb_connecting;
 
 /* The module's attach(): the core's interrupt hook (struct ff_host). */
 void smb_attach(const struct ff_host *host);
+/* The caller of the operation this thread runs was interrupted (Ctrl-C). */
+bool smb_interrupted(void);
 /* Around the making of a context's connection to `peer` (the server's address, as
  * smb_probe() reached it): connections to one address are made one at a time, and
  * smb_sock_connect_end() gives `conn` (NULL: it failed) the sockets to `peer` that appeared. */

@@ -203,6 +203,26 @@ static void smb_opened(struct smb_loc *loc, struct smb_file *fh)
 	g_ptr_array_add(o->fhs, fh);
 	if ((fh->flags & O_ACCMODE) != O_RDONLY)
 		o->writers++;
+	if ((fh->flags & O_ACCMODE) != O_WRONLY)
+		fh->ra = smb_ra_new();
+	g_mutex_unlock(&loc->wlock);
+}
+
+/* The data of the open node `o` changes (loc->wlock): what its handles read ahead is history. */
+static void smb_ra_stale_all(struct smb_open_node *o)
+{
+	for (guint i = 0; o && i < o->fhs->len; i++) {
+		struct smb_file *fh = o->fhs->pdata[i];
+
+		if (fh->ra)
+			smb_ra_stale(fh->ra);
+	}
+}
+
+void smb_data_changed(struct smb_loc *loc, struct ff_pathnode *node)
+{
+	g_mutex_lock(&loc->wlock);
+	smb_ra_stale_all(g_hash_table_lookup(loc->open, node));
 	g_mutex_unlock(&loc->wlock);
 }
 
@@ -435,15 +455,13 @@ int smb_create(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 	return rc;
 }
 
-ssize_t smb_read(void *loc_, ff_fh *fh_, void *buf, size_t size, off_t off)
+/* A read on the handle's context, as asked (a lost connection: once more on a new one). */
+ssize_t smb_read_direct(struct smb_loc *loc, struct smb_file *fh, void *buf, size_t size, off_t off)
 {
-	struct smb_loc *loc = loc_;
-	struct smb_file *fh = (struct smb_file *)fh_;
 	size_t done = 0;
 	bool again = false;
 	int rc;
 
-	smb_wb_node_wait(loc, fh->node); /* a read sees what was written */
 	for (int attempt = 0; attempt < 2 && done == 0; attempt++) {
 		SMBCCTX *ctx;
 
@@ -471,6 +489,17 @@ ssize_t smb_read(void *loc_, ff_fh *fh_, void *buf, size_t size, off_t off)
 	if (rc && done == 0)
 		return rc;
 	return (ssize_t)done;
+}
+
+ssize_t smb_read(void *loc_, ff_fh *fh_, void *buf, size_t size, off_t off)
+{
+	struct smb_loc *loc = loc_;
+	struct smb_file *fh = (struct smb_file *)fh_;
+
+	smb_wb_node_wait(loc, fh->node); /* a read sees what was written */
+	if (fh->ra)
+		return smb_ra_read(loc, fh, buf, size, off);
+	return smb_read_direct(loc, fh, buf, size, off);
 }
 
 /* One write of the whole buffer at `off` (with O_APPEND at the file's end now: SMB has no
@@ -645,6 +674,7 @@ static int smb_wb_queue(struct smb_loc *loc, struct smb_file *fh, const void *bu
 		o->wb_queued += size;
 		o->wb_end = MAX(o->wb_end, (uint64_t)off + size);
 	}
+	smb_ra_stale_all(o);
 	if (!fh->wb_busy) {
 		fh->wb_busy = true;
 		g_thread_pool_push(loc->writers, fh, NULL);
@@ -702,8 +732,11 @@ ssize_t smb_write(void *loc_, const struct ff_cred *cred, ff_fh *fh_, const void
 
 	if (loc->wb_window > 0 && !(fh->flags & (O_APPEND | O_SYNC | O_DSYNC)))
 		rc = smb_wb_queue(loc, fh, buf, size, off);
-	else /* an append must know where the file ends now; O_SYNC waits */
-		rc = smb_wb_wait(loc, fh) ?: smb_write_now(loc, fh, buf, size, off);
+	else if ((rc = smb_wb_wait(loc, fh)) == 0) { /* an append must know where the file
+							ends now; O_SYNC waits */
+		smb_data_changed(loc, fh->node);
+		rc = smb_write_now(loc, fh, buf, size, off);
+	}
 	return rc ? rc : (ssize_t)size;
 }
 
@@ -810,6 +843,8 @@ int smb_release(void *loc_, ff_fh *fh_)
 
 	if (writer && smb_wb_wait(loc, fh)) /* its flush said so already */
 		g_message("%s: data written to a file closed since was lost", loc->display);
+	smb_ra_free(fh->ra); /* its reader thread, if any, is done with the handle */
+	fh->ra = NULL;
 	if (writer) /* its close may move mtime */
 		smb_watch_expect(loc, fh->node, NULL, false);
 	/* Inside the gate until it has left loc->open: smb_rename_open() must not see it after.

@@ -271,6 +271,7 @@ int smb_setattr(void *loc_, const struct ff_cred *cred, ff_node *node, ff_fh *fh
 			rc = -EINVAL;
 			goto out;
 		}
+		smb_data_changed(loc, smb_pn(node));
 		if (fh && (fh->flags & O_ACCMODE) != O_RDONLY) {
 			rc = smb_fh_truncate(loc, fh, attr->st_size);
 		} else {

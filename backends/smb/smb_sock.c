@@ -36,6 +36,11 @@ void smb_attach(const struct ff_host *h)
 	host = h;
 }
 
+bool smb_interrupted(void)
+{
+	return host && host->interrupted && host->interrupted();
+}
+
 /* Serialises connections to one address: the key is "ADDR port", the value its GMutex. */
 static GMutex peers_lock;
 static GHashTable *peers;

@@ -179,8 +179,10 @@ static void watch_change(struct smb_watch *w, uint32_t action, const char *path)
 		break;
 	}
 	default: /* modified: attributes, size, data, streams */
-		if (node)
+		if (node) {
+			smb_data_changed(loc, node);
 			watch_inval_node(w, node);
+		}
 		break;
 	}
 	if (node)
@@ -204,6 +206,7 @@ static void watch_inval_all(struct smb_watch *w)
 
 		if (dir_ino)
 			w->notify.inval_entry(w->notify.data, loc->dev, dir_ino, e->name);
+		smb_data_changed(loc, e->node);
 		watch_inval_node(w, e->node);
 	}
 	ff_pathtree_entries_free(loc->tree, entries);

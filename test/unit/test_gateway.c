@@ -142,6 +142,8 @@ static void test_defaults(void)
 	g_assert_false(o->watched(NULL));
 	g_assert_cmpint(o->check(&spec, NULL), ==, 0);
 	g_assert_cmpint(o->server_port(&spec, NULL), ==, 0); /* no server */
+	g_assert_cmpint(o->write_behind_bytes(NULL), ==, 0);
+	g_assert_cmpint(o->read_held(NULL, NULL, 1, 0, NULL, NULL), ==, -EAGAIN); /* read() then */
 	g_free((gpointer)o);
 }
 
@@ -152,6 +154,19 @@ static void fake_attach(const struct ff_host *host)
 static int fake_server_port(const struct ff_location_spec *spec, char **msg)
 {
 	return 1234;
+}
+
+static const char held_data[] = "held";
+
+static ssize_t fake_read_held(void *loc, ff_fh *fh, size_t size, off_t off, const void **data,
+			      void **ref)
+{
+	*data = held_data;
+	return 4;
+}
+
+static void fake_read_done(void *loc, ff_fh *fh, void *ref)
+{
 }
 
 /* A module built for an older ABI minor has a shorter ops table: what it lacks is never read
@@ -175,6 +190,19 @@ static void test_older_minor(void)
 	g_free((gpointer)o);
 	o = ff_gw_complete_ops(&ops, 3, &missing);
 	g_assert_cmpint(o->server_port(&spec, NULL), ==, 1234);
+	g_free((gpointer)o);
+	/* read-ahead came with minor 8; half of the pair is none */
+	ops.read_held = fake_read_held;
+	ops.read_done = fake_read_done;
+	o = ff_gw_complete_ops(&ops, 7, &missing);
+	g_assert_cmpint(o->read_held(NULL, NULL, 1, 0, NULL, NULL), ==, -EAGAIN);
+	g_free((gpointer)o);
+	o = ff_gw_complete_ops(&ops, 8, &missing);
+	g_assert_true(o->read_held == fake_read_held && o->read_done == fake_read_done);
+	g_free((gpointer)o);
+	ops.read_done = NULL;
+	o = ff_gw_complete_ops(&ops, 8, &missing);
+	g_assert_cmpint(o->read_held(NULL, NULL, 1, 0, NULL, NULL), ==, -EAGAIN);
 	g_free((gpointer)o);
 }
 
