@@ -5,7 +5,8 @@
  * costs a round trip per kernel request (at most a mebibyte), with the server, the network and
  * the copy to the kernel taking turns. So once a handle's reads follow each other, a reader
  * thread (loc->readers) reads the next block of the file, up to SMB_RA_BLOCK_MAX in one READ,
- * while the kernel's requests are served from the block before it.
+ * while the kernel's requests are served from the block before it, without a copy
+ * (smb_read_held()). A reader thread that has read a block asks for the next one itself.
  *
  * Each handle has two blocks: the one being read by the kernel, and the one being filled. A
  * block serves only reads that come after it was asked for: any change to the file's data that
@@ -21,7 +22,7 @@
 #include "backends/smb/smb.h"
 
 #define SMB_RA_BLOCK_MIN (2 << 20)
-#define SMB_RA_BLOCK_MAX (8 << 20)   /* Samba's largest READ ("smb2 max read") */
+#define SMB_RA_BLOCK_MAX (4 << 20)   /* 2, 4 and 8 MiB read alike on loopback; 4 holds less */
 #define SMB_RA_SEQUENTIAL 2	     /* reads in a row that follow each other start it */
 #define SMB_RA_TOTAL_MAX (256 << 20) /* blocks held by every handle of the daemon */
 #define SMB_RA_AGE_US (G_USEC_PER_SEC)
@@ -54,6 +55,7 @@ struct smb_ra {
 	size_t block;	  /* the size of the next block */
 	bool eof;	  /* a read ended at the end of the file: nothing beyond to read ahead */
 	bool busy;	  /* a reader thread was given the handle */
+	bool closing;	  /* released: nothing more is read ahead */
 	guint gen;	  /* moved on by changes to the data (atomic) */
 };
 
@@ -75,6 +77,7 @@ void smb_ra_free(struct smb_ra *ra)
 	if (!ra)
 		return;
 	g_mutex_lock(&ra->lock);
+	ra->closing = true;
 	/* the reader thread uses the handle; a reply still being sent uses a block (the kernel
 	 * may send RELEASE as soon as it has the reply) */
 	while (ra->busy || ra->b[0].refs || ra->b[1].refs)
@@ -126,7 +129,7 @@ static struct smb_rablock *ra_find(struct smb_ra *ra, off_t pos, guint gen, gint
 }
 
 /*
- * Ask a reader thread for the next block when the reader has less than a block ahead of it
+ * Ask a reader thread for the next block while the reader has less than two blocks ahead of it
  * (ra->lock): at the end of the valid blocks, into a block that is free or consumed. One block
  * is filled at a time: the handle's requests run one at a time anyway.
  */
@@ -137,7 +140,7 @@ static void ra_ahead(struct smb_loc *loc, struct smb_file *fh, struct smb_ra *ra
 	off_t end = ra->next;
 	size_t want;
 
-	if (ra->busy || ra->eof || ra->seq < SMB_RA_SEQUENTIAL)
+	if (ra->busy || ra->eof || ra->closing || ra->seq < SMB_RA_SEQUENTIAL)
 		return;
 	for (int i = 0; i < 2; i++) {
 		struct smb_rablock *b = &ra->b[i];
@@ -150,7 +153,7 @@ static void ra_ahead(struct smb_loc *loc, struct smb_file *fh, struct smb_ra *ra
 			free_b = b;
 		}
 	}
-	if (!free_b || end - ra->next >= (off_t)ra->block)
+	if (!free_b || end - ra->next >= 2 * (off_t)ra->block)
 		return;
 	want = ra->block;
 	if (want > free_b->cap) {
@@ -202,6 +205,9 @@ void smb_ra_run(gpointer fh_, gpointer loc_)
 	}
 	b->taken = false;
 	ra->busy = false;
+	if (n > 0 && b->gen == (guint)g_atomic_int_get(&ra->gen))
+		/* the next block at once, not when the reader comes to this one */
+		ra_ahead(loc, fh, ra, b->gen, g_get_monotonic_time());
 	g_cond_broadcast(&ra->cond);
 	g_mutex_unlock(&ra->lock);
 }
