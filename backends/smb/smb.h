@@ -340,7 +340,10 @@ void smb_data_changed(struct smb_loc *loc, struct ff_pathnode *node);
 /* smb_readahead.c */
 #define SMB_READERS 4 /* threads per location reading blocks of files ahead */
 struct smb_ra *smb_ra_new(void);
-void smb_ra_free(struct smb_ra *ra);  /* waits for its reader thread */
+/* Nothing more is read ahead; returns once its reader thread is done with the handle and no
+ * reply is sent from its blocks. */
+void smb_ra_close(struct smb_ra *ra);
+void smb_ra_free(struct smb_ra *ra);  /* closes it first */
 void smb_ra_stale(struct smb_ra *ra); /* the file's data changed */
 ssize_t smb_ra_read(struct smb_loc *loc, struct smb_file *fh, void *buf, size_t size, off_t off);
 ssize_t smb_read_held(void *loc, ff_fh *fh, size_t size, off_t off, const void **data, void **ref);

@@ -835,6 +835,7 @@ int smb_release(void *loc_, ff_fh *fh_)
 {
 	struct smb_loc *loc = loc_;
 	struct smb_file *fh = (struct smb_file *)fh_;
+	struct smb_ra *ra;
 	struct smb_conn *conn;
 	struct timeval tv[2];
 	bool dirty = false, times;
@@ -843,8 +844,13 @@ int smb_release(void *loc_, ff_fh *fh_)
 
 	if (writer && smb_wb_wait(loc, fh)) /* its flush said so already */
 		g_message("%s: data written to a file closed since was lost", loc->display);
-	smb_ra_free(fh->ra); /* its reader thread, if any, is done with the handle */
+	/* Its reader thread done with it, then out of reach of smb_ra_stale_all() (wlock). */
+	smb_ra_close(fh->ra);
+	g_mutex_lock(&loc->wlock);
+	ra = fh->ra;
 	fh->ra = NULL;
+	g_mutex_unlock(&loc->wlock);
+	smb_ra_free(ra);
 	if (writer) /* its close may move mtime */
 		smb_watch_expect(loc, fh->node, NULL, false);
 	/* Inside the gate until it has left loc->open: smb_rename_open() must not see it after.

@@ -72,7 +72,7 @@ struct smb_ra *smb_ra_new(void)
 	return ra;
 }
 
-void smb_ra_free(struct smb_ra *ra)
+void smb_ra_close(struct smb_ra *ra)
 {
 	if (!ra)
 		return;
@@ -83,6 +83,13 @@ void smb_ra_free(struct smb_ra *ra)
 	while (ra->busy || ra->b[0].refs || ra->b[1].refs)
 		g_cond_wait(&ra->cond, &ra->lock);
 	g_mutex_unlock(&ra->lock);
+}
+
+void smb_ra_free(struct smb_ra *ra)
+{
+	if (!ra)
+		return;
+	smb_ra_close(ra);
 	for (int i = 0; i < 2; i++) {
 		__atomic_sub_fetch(&smb_ra_total, (int64_t)ra->b[i].cap, __ATOMIC_RELAXED);
 		g_free(ra->b[i].data);
