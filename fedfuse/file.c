@@ -165,6 +165,18 @@ void ff_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	ff_req_end(&op);
 }
 
+/*
+ * A read from a descriptor of the daemon's own (a local location's file) is spliced to the
+ * kernel only between these sizes; otherwise it is read into the thread's buffer and sent with
+ * writev(). Below, a splice's extra syscalls cost more than the copy it saves. Above, libfuse
+ * cannot splice (its pipe, at most /proc/sys/fs/pipe-max-size, 1 MiB by default, does not
+ * hold a 1 MiB reply and its header) and falls back to a fresh buffer for every request.
+ * Measured on tmpfs (dd iflag=direct): 4 KiB reads 58k -> 66k IOPS; 256 KiB 3.2 GB/s read,
+ * 3.9 spliced; 1 MiB 3.2 read, 1.9 through libfuse's fallback.
+ */
+#define SPLICE_MIN (64 * 1024)
+#define SPLICE_MAX (512 * 1024)
+
 /* A per-thread buffer for backends that cannot splice, freed when the thread ends. */
 struct io_buf {
 	size_t cap;
@@ -209,6 +221,21 @@ static void do_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	if (ff_file_usable(f) < 0) {
 		fuse_reply_err(req, EIO);
+		return;
+	}
+	if (f->fd >= 0 && (size < SPLICE_MIN || size > SPLICE_MAX)) {
+		char *buf = io_buffer(size);
+
+		n = pread(f->fd, buf, size, off);
+		if (n < 0)
+			n = -errno;
+		ff_mount_account(f->mnt, FF_OP_READ, n < 0 ? (int)n : 0, start);
+		if (n < 0) {
+			ff_reply_err(req, (int)n);
+			return;
+		}
+		ff_mount_account_bytes(f->mnt, FF_OP_READ, n);
+		fuse_reply_buf(req, buf, n);
 		return;
 	}
 	if (f->fd >= 0) {
