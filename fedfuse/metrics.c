@@ -229,7 +229,8 @@ void ff_metrics_append_locations(const struct ff_metrics_location *locs, guint n
 	}
 	family(out, "fedfuse_location_write_behind_bytes", "gauge",
 	       "Data written to a location that is not yet on its server's stable storage "
-	       "(write-behind=): in flight, awaiting COMMIT, or to be sent again.");
+	       "(write-behind=): in flight, awaiting COMMIT, or to be sent again; a junction's "
+	       "locations count to the referral it is reached through.");
 	for (guint i = 0; i < n; i++) {
 		sample_start(out, "fedfuse_location_write_behind_bytes", &locs[i]);
 		g_string_append_printf(out, "} %" G_GUINT64_FORMAT "\n", locs[i].write_behind);

@@ -748,26 +748,50 @@ void ff_mounts_describe_stats(struct ff_mounts *mounts, GString *out)
 	g_mutex_unlock(&mounts->lock);
 }
 
+/* Bytes a mount holds for write-behind; 0 before its backend is connected. */
+static uint64_t mount_write_behind(struct ff_mount *m)
+{
+	void *ctx;
+
+	g_mutex_lock(&m->lock);
+	ctx = m->ctx;
+	g_mutex_unlock(&m->lock);
+	return ctx && m->be ? ff_gw_write_behind_bytes(m, ctx) : 0;
+}
+
 void ff_mounts_describe_metrics(struct ff_mounts *mounts, GString *out)
 {
 	GArray *locs = g_array_new(FALSE, FALSE, sizeof(struct ff_metrics_location));
+	/* a junction's location counts to the referral it was reached from, as its traffic does
+	 * (they share their ff_metrics): metrics -> bytes */
+	GHashTable *behind = g_hash_table_new_full(NULL, NULL, NULL, g_free);
 
 	g_mutex_lock(&mounts->lock);
 	for (GList *l = mounts->list.head; l; l = l->next) {
 		struct ff_mount *m = l->data;
+		uint64_t n = mount_write_behind(m), *sum;
+
+		if (!n)
+			continue;
+		sum = g_hash_table_lookup(behind, m->metrics);
+		if (!sum) {
+			sum = g_new0(uint64_t, 1);
+			g_hash_table_insert(behind, m->metrics, sum);
+		}
+		*sum += n;
+	}
+	for (GList *l = mounts->list.head; l; l = l->next) {
+		struct ff_mount *m = l->data;
 		struct ff_metrics_location loc = { m->ns_path, m->loc.spec.uri,
 						   g_atomic_int_get(&m->state), m->metrics, 0 };
-		void *ctx;
+		const uint64_t *sum = g_hash_table_lookup(behind, m->metrics);
 
 		if (!m->ns_path || !m->own_metrics)
 			continue;
-		g_mutex_lock(&m->lock);
-		ctx = m->ctx;
-		g_mutex_unlock(&m->lock);
-		if (ctx && m->be)
-			loc.write_behind = ff_gw_write_behind_bytes(m, ctx);
+		loc.write_behind = sum ? *sum : 0;
 		g_array_append_val(locs, loc);
 	}
+	g_hash_table_destroy(behind);
 	ff_metrics_append_locations((struct ff_metrics_location *)locs->data, locs->len, out);
 	ff_metrics_append_value(out, "fedfuse_mounts", "gauge",
 				"Locations in use: the namespace's and those of junctions.",

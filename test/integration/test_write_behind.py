@@ -13,6 +13,7 @@ import threading
 
 import pytest
 
+from conftest import file_uri
 from test_sharing import export_dir
 from util import namespace_text, read_file
 
@@ -88,6 +89,36 @@ def location_metric(mnt, name):
     return total
 
 
+def write_at_once(mnt, where, n, data):
+    """Write `data` to files f0..f{n-1} in directory `where` of the mount at `mnt`, all at
+    once, in 1 MiB writes; returns the errors and the highest write-behind gauge seen
+    meanwhile."""
+    errors, peak, done = [], [0.0], threading.Event()
+
+    def writer(i):
+        try:
+            with open(os.path.join(where, f"f{i}"), "wb") as f:
+                for off in range(0, len(data), MiB):
+                    f.write(data[off:off + MiB])
+        except OSError as e:
+            errors.append(e)
+
+    def sampler():
+        while not done.is_set():
+            peak[0] = max(peak[0], location_metric(mnt, "fedfuse_location_write_behind_bytes"))
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(n)]
+    s = threading.Thread(target=sampler)
+    s.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    done.set()
+    s.join()
+    return errors, peak[0]
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_sixteen_writers_stay_within_their_windows(mount_factory, kind):
     """16 files written at once with write-behind=2: the data the daemon holds for them (its
@@ -97,32 +128,31 @@ def test_sixteen_writers_stay_within_their_windows(mount_factory, kind):
     uri, d = export_dir(kind)
     m = mount(mount_factory, uri, 2)
     data = random.Random(kind).randbytes(32 * MiB)
-    errors, peak, done = [], [0.0], threading.Event()
-
-    def writer(i):
-        try:
-            with open(os.path.join(m.mnt, "x", f"f{i}"), "wb") as f:
-                for off in range(0, len(data), MiB):
-                    f.write(data[off:off + MiB])
-        except OSError as e:
-            errors.append(e)
-
-    def sampler():
-        while not done.is_set():
-            peak[0] = max(peak[0], location_metric(m.mnt, "fedfuse_location_write_behind_bytes"))
-
-    threads = [threading.Thread(target=writer, args=(i,)) for i in range(16)]
-    s = threading.Thread(target=sampler)
-    s.start()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    done.set()
-    s.join()
+    errors, peak = write_at_once(m.mnt, os.path.join(m.mnt, "x"), 16, data)
     assert not errors
-    assert peak[0] > 0, "the gauge never moved"
-    assert peak[0] <= 16 * 8 * MiB, f"{peak[0] / MiB:.1f} MiB held"
+    assert peak > 0, "the gauge never moved"
+    assert peak <= 16 * 8 * MiB, f"{peak / MiB:.1f} MiB held"
     assert location_metric(m.mnt, "fedfuse_location_write_behind_bytes") == 0
     for i in range(16):
+        assert read_file(os.path.join(d, f"f{i}")) == data, f"f{i}"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_junction_write_behind_counts_to_its_referral(mount_factory, tmp_path, kind):
+    """Data held for a junction's location shows in the gauge of the referral the junction
+    is reached through (as its traffic counts there), and is gone once the files close."""
+    uri, d = export_dir(kind)
+    loc = tmp_path / "loc"
+    (loc / "j").mkdir(parents=True)
+    try:
+        os.setxattr(loc / "j", "user.fedfuse.locations", uri.encode())
+    except OSError as e:
+        pytest.skip(f"no user xattrs here: {e}")
+    m = mount_factory(ns_text=namespace_text([("/x", [file_uri(str(loc))], {})])).start()
+    data = random.Random(kind).randbytes(16 * MiB)
+    errors, peak = write_at_once(m.mnt, os.path.join(m.mnt, "x", "j"), 8, data)
+    assert not errors
+    assert peak > 0, "the gauge never moved"
+    assert location_metric(m.mnt, "fedfuse_location_write_behind_bytes") == 0
+    for i in range(8):
         assert read_file(os.path.join(d, f"f{i}")) == data, f"f{i}"
