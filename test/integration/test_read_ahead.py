@@ -4,7 +4,8 @@ kernel's requests, so what the daemon holds must never be served once the file c
 here are O_DIRECT (past the kernel's page cache, so each reaches the daemon), 1 MiB at a time as
 cp and dd read. A write through another descriptor, a truncation, and another client's change
 on the server ahead of the reader are all seen by its next read; random reads return what the
-file holds. nfs3 and nfs4 run the same checks (their reads are the library's own pipeline)."""
+file holds. nfs3 and nfs4 run the same checks (their reads are the library's own pipeline);
+file:// the random reads (a local read is spliced or copied depending on its size)."""
 
 import mmap
 import os
@@ -36,8 +37,12 @@ class Reader:
         os.close(self.fd)
 
 
-def prepare(mount_factory, kind, size):
-    uri, d = export_dir(kind)
+def prepare(mount_factory, kind, size, tmp=None):
+    if kind == "file":
+        d = str(tmp)
+        uri = "file://" + d
+    else:
+        uri, d = export_dir(kind)
     data = random.Random(kind).randbytes(size)
     write_file(os.path.join(d, "f"), data)
     m = mount_factory(ns_text=namespace_text([("/x", [uri], None)])).start()
@@ -93,9 +98,9 @@ def test_sequential_read_sees_another_clients_change(mount_factory, kind):
         r.close()
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_random_and_sequential_reads_return_the_data(mount_factory, kind):
-    m, path, _, data = prepare(mount_factory, kind, 24 * MiB + 12345)
+@pytest.mark.parametrize("kind", ["file"] + KINDS)
+def test_random_and_sequential_reads_return_the_data(mount_factory, tmp_path, kind):
+    m, path, _, data = prepare(mount_factory, kind, 24 * MiB + 12345, tmp_path)
     rnd = random.Random(1)
     fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
     buf = mmap.mmap(-1, 3 * MiB)
@@ -103,7 +108,7 @@ def test_random_and_sequential_reads_return_the_data(mount_factory, kind):
         # runs of sequential reads from random places, of sizes the kernel sends
         for _ in range(60):
             off = rnd.randrange(0, len(data) + MiB) & ~4095
-            size = rnd.choice([4096, 65536, MiB, 3 * MiB])
+            size = rnd.choice([4096, 65536, 131072, 614400, MiB, 3 * MiB])
             for _ in range(rnd.choice([1, 1, 4])):
                 n = os.preadv(fd, [memoryview(buf)[:size]], off)
                 assert bytes(buf[:n]) == data[off:off + size], (off, size)
