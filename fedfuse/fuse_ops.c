@@ -39,6 +39,11 @@ static void ff_init(void *data, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	/* Lookups and readdirs in one directory come at once, as in any other two: without this the
+	 * kernel takes them one at a time per directory (git's parallel lstat(), a server that is
+	 * slow to answer one name holding up every other name of its directory). */
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	/* Record locks and flock() come to us (lock.h): through the mount they exclude the
 	 * programs that lock a local location's files directly, too. */
 	if (conn->capable & FUSE_CAP_POSIX_LOCKS)

@@ -25,10 +25,12 @@
 #include "fedfuse/bdi.h"
 #include "fedfuse/check.h"
 #include "fedfuse/cred.h"
+#include "fedfuse/devio.h"
 #include "fedfuse/fedfuse.h"
 #include "fedfuse/gateway.h"
 #include "fedfuse/interrupt.h"
 #include "fedfuse/log.h"
+#include "fedfuse/loop.h"
 #include "fedfuse/notify.h"
 #include "fedfuse/plugins.h"
 
@@ -305,6 +307,10 @@ static int serve(struct ff_state *s, struct fuse_cmdline_opts *cmd)
 
 	if (cmd->singlethread)
 		return fuse_session_loop(s->se);
+	if (!cmd->clone_fd) /* loop.c cannot give each thread a descriptor of its own */
+		return ff_loop_run(s->se,
+				   cmd->max_idle_threads == UINT_MAX ? 0 : cmd->max_idle_threads,
+				   cmd->max_threads);
 	config = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(config, cmd->clone_fd);
 	if (cmd->max_idle_threads != UINT_MAX) /* UINT_MAX: not given */
@@ -400,6 +406,10 @@ int main(int argc, char *argv[])
 	ff_intr_watch_session(s.se);
 	if (fuse_session_mount(s.se, cmd.mountpoint) != 0)
 		goto out_signals;
+	rc = ff_devio_install(s.se);
+	if (rc < 0)
+		ff_warn("lookups in one directory will be served one at a time: %s",
+			g_strerror(-rc));
 	ff_bdi_set_readahead(cmd.mountpoint, s.opts.readahead_kib);
 	if (fuse_daemonize(cmd.foreground) != 0)
 		goto out_unmount;

@@ -25,12 +25,12 @@ class Faulty:
     """A mount with /f on a mem:// location that reads its faults from a file, and /ok on
     another one of the same tree."""
 
-    def __init__(self, mount_factory, tmp_path):
+    def __init__(self, mount_factory, tmp_path, timeout=TIMEOUT):
         self.faults = os.path.join(str(tmp_path), "faults")
         tree = f"fi{os.getpid()}"
         ns = namespace_text([("/f", [f"mem://{tree}/f?faults={self.faults}"], None),
                              ("/ok", [f"mem://{tree}/ok"], None)],
-                            {"timeout": TIMEOUT, "attr_timeout": 0})
+                            {"timeout": timeout, "attr_timeout": 0})
         self.m = mount_factory(ns_text=ns)
         self.m.start()
 
@@ -184,3 +184,71 @@ def test_hang_times_out_and_others_serve(faulty, op):
         except OSError:
             return False
     assert wait_until(works, RECOVERY, 0.2), f"/f did not work again after {op} hung"
+
+
+HUNG = 6  # more than the threads the daemon keeps waiting for requests (one per CPU, 2 to 8)
+LONG_TIMEOUT = 5  # the other referral must answer long before the hung lookups end
+
+
+def test_more_hung_requests_than_waiting_threads(mount_factory, tmp_path):
+    """Six lookups of one directory hang at once: the kernel sends them together, and the
+    daemon starts threads in place of those held up, so the other referral and the root still
+    answer at once, long before the hung lookups fail (ETIMEDOUT, within the timeout)."""
+    faulty = Faulty(mount_factory, tmp_path, timeout=LONG_TIMEOUT)
+    write_file(faulty.p("ok", "here"), b"fine")
+    faulty.m.expect_log(r"location mem://\S+/f\?faults=\S+ is (unreachable|reachable again)")
+    faulty.inject("lookup hang\n")
+    result = {}
+
+    def hung(i):
+        t0 = time.monotonic()
+        try:
+            os.stat(faulty.p("f", f"x{i}"))
+            result[i] = (None, time.monotonic() - t0)
+        except OSError as e:
+            result[i] = (e.errno, time.monotonic() - t0)
+
+    threads = [threading.Thread(target=hung, args=(i,)) for i in range(HUNG)]
+    for t in threads:
+        t.start()
+    # every lookup reaches the backend, and then no request comes for over a second (the
+    # daemon's threads still have to notice the next one)
+    time.sleep(1.5)
+    t0 = time.monotonic()
+    assert read_file(faulty.p("ok", "here")) == b"fine"
+    assert "ok" in os.listdir(faulty.m.mnt)
+    took = time.monotonic() - t0
+    assert took < AT_ONCE, f"the other referral took {took:.2f} s while {HUNG} lookups hung"
+    for t in threads:
+        t.join(LONG_TIMEOUT + 7)
+    assert not any(t.is_alive() for t in threads)
+    assert sorted(result) == list(range(HUNG))
+    for i, (err, secs) in result.items():
+        assert err == errno.ETIMEDOUT, (i, errno.errorcode.get(err))
+        assert secs <= LONG_TIMEOUT + 2, f"lookup {i} hung for {secs:.2f} s"
+    faulty.clear()
+
+
+def test_lookups_of_one_directory_at_once(faulty):
+    """Lookups of four names of one directory, each delayed one second by the location, end
+    together: the kernel sends them at once (FUSE_PARALLEL_DIROPS) and the daemon serves them
+    at once, instead of one after the other (four seconds)."""
+    faulty.inject("lookup delay 1000\n")
+    done = []
+
+    def look(i):
+        try:
+            os.stat(faulty.p("f", f"y{i}"))
+        except FileNotFoundError:
+            done.append(i)
+
+    threads = [threading.Thread(target=look, args=(i,)) for i in range(4)]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    took = time.monotonic() - t0
+    assert sorted(done) == [0, 1, 2, 3]
+    assert took < 2.5, f"four delayed lookups of one directory took {took:.2f} s"
+    faulty.clear()
