@@ -131,12 +131,14 @@ def smb_mount(srv, mount_factory):
 
 def check_told(m, d, want, errnos):
     """Write `want` bytes where they do not fit: the writer gets one of `errnos`, the file on
-    the server is short; then, the file removed, the same mount writes again (a full disk is
-    not a dead server)."""
+    the server is not whole (short, or with a hole where a write was refused while later ones,
+    already in flight, were not); then, the file removed, the same mount writes again (a full
+    disk is not a dead server)."""
     err = write_all(os.path.join(m.mnt, "r", "big"), want)
     assert err in errnos, f"writing {want >> 20} MiB: errno {err}"
-    assert os.path.getsize(os.path.join(d, "big")) < want, \
-        "the file is whole although the writer was told it is not"
+    with open(os.path.join(d, "big"), "rb") as f:
+        stored = f.read()
+    assert stored != b"x" * want, "the file is whole although the writer was told it is not"
     os.unlink(os.path.join(m.mnt, "r", "big"))
     assert write_all(os.path.join(m.mnt, "r", "after"), 1 * MiB) is None
     assert os.path.getsize(os.path.join(d, "after")) == 1 * MiB
