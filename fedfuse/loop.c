@@ -266,7 +266,6 @@ int ff_loop_run(struct fuse_session *se, unsigned waiting, unsigned max)
 	l.workers = g_ptr_array_new();
 
 	pthread_mutex_lock(&l.lock);
-	l.quiet = true;
 	while (l.workers->len < l.waiting) {
 		guint before = l.workers->len;
 
