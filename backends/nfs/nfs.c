@@ -227,21 +227,15 @@ void nfs_stat_from_libnfs(const struct nfs_stat_64 *in, struct stat *st)
 /* lstat of `path` (below the mount) on a leased context. */
 int nfs_do_lstat(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, struct stat *st)
 {
-	struct nfs_stat_64 s;
 	char *full;
 	int rc;
 
-	if (loc->version == 4) {
-		full = nfs_v4_path(loc, path);
-		rc = nfs4_getattr(loc, nfs, full, st);
-		g_free(full);
-		return rc;
-	}
-	rc = nfs_sync_lstat64(nfs, path, &s);
-	if (rc < 0)
-		return rc;
-	nfs_stat_from_libnfs(&s, st);
-	return 0;
+	if (loc->version == 3)
+		return nfs3_lstat(loc, nfs, path, st);
+	full = nfs_v4_path(loc, path);
+	rc = nfs4_getattr(loc, nfs, full, st);
+	g_free(full);
+	return rc;
 }
 
 /* Lease a context of the caller; `avoid`: see nfs_conn_get(). */
@@ -300,7 +294,9 @@ static void loc_free(struct nfs_loc *loc)
 	g_free(loc->prefix);
 	if (loc->tree)
 		ff_pathtree_free(loc->tree);
-	nfs4_fhcache_free(loc->fhc);
+	nfs_fhcache_free(loc->fhc);
+	if (loc->v3_root)
+		g_byte_array_free(loc->v3_root, TRUE);
 	if (loc->locks)
 		g_hash_table_destroy(loc->locks);
 	g_mutex_clear(&loc->locks_lock);
@@ -396,10 +392,9 @@ static int nfs_mount_loc(const struct ff_location_spec *spec, const struct ff_no
 	if (rc)
 		goto out_free;
 	loc->tree = ff_pathtree_new();
-	if (loc->version == 4) {
-		loc->fhc = nfs4_fhcache_new(spec->attr_timeout);
+	loc->fhc = nfs_fhcache_new(spec->attr_timeout, loc->version == 4);
+	if (loc->version == 4)
 		loc->renewer = nfs4_renewer_start(loc);
-	}
 	*locp = loc;
 	return 0;
 

@@ -99,7 +99,8 @@ struct nfs_loc {
 	dev_t root_dev;	  /* st_dev of the location's root */
 	GMutex node_lock; /* ff_node.dir_st */
 	struct ff_pathtree *tree;
-	struct nfs4_fhcache *fhc; /* NFSv4 directories' filehandles, or NULL (nfs_v4_fhcache.c) */
+	struct nfs_fhcache *fhc; /* directories' filehandles, or NULL (nfs_fhcache.c) */
+	GByteArray *v3_root;	 /* NFSv3: the mount's root filehandle, once known (node_lock) */
 	struct nfs_pool pool;
 	int v4_lease_s;		      /* the server's lease time (atomic; 0: not known yet) */
 	struct nfs4_renewer *renewer; /* NFSv4: keeps leases alive (nfs_v4_renew.c) */
@@ -317,7 +318,6 @@ void nfs_attach(const struct ff_host *host);
  * caller leaves at once (-EINTR) and the whole call ends a second after the context's timeout
  * (-ETIMEDOUT). 0 (pread: the bytes read) or -errno, mapped already (nfs_map_error()). A reply
  * that comes after its caller left is dropped; what it made is freed. */
-int nfs_sync_lstat64(struct nfs_context *nfs, const char *path, struct nfs_stat_64 *st);
 int nfs_sync_fstat64(struct nfs_context *nfs, struct nfsfh *fh, struct nfs_stat_64 *st);
 int nfs_sync_statvfs(struct nfs_context *nfs, const char *path, struct statvfs *st);
 int nfs_sync_open(struct nfs_context *nfs, const char *path, int flags, struct nfsfh **fh);
@@ -406,15 +406,41 @@ int nfs_wb_node_wait(struct nfs_loc *loc, struct ff_pathnode *node, gint64 deadl
 /* Raise st_size to the end of the node's WRITEs not yet answered. */
 void nfs_wb_node_size(struct nfs_loc *loc, struct ff_pathnode *node, struct stat *st);
 
+/* ---- nfs_fhcache.c ------------------------------------------------------------------------ */
+
+/* The filehandles of directories by their server path, trusted for `ttl` seconds: a walk to a
+ * path starts at the nearest one instead of the server's root (NFSv4: a COMPOUND's PUTFH; NFSv3:
+ * the first LOOKUP3). `compound`: keep only paths whose walk fits one COMPOUND's tail (NFSv4).
+ * NULL for ttl 0. */
+struct nfs_fhcache *nfs_fhcache_new(double ttl, bool compound);
+void nfs_fhcache_free(struct nfs_fhcache *c);
+/* Keep the filehandle of the directory at server path `full` for the cache's time, and not
+ * past `not_after` (monotonic µs; 0: no such bound). Nothing is kept for the root, or (with
+ * `compound`) for a path whose walk would not fit one COMPOUND's tail. */
+void nfs_fhc_put(struct nfs_fhcache *c, const char *full, const void *fh, guint len,
+		 gint64 not_after);
+/* Forget `full` and, with `below`, every path below it. */
+void nfs_fhc_drop(struct nfs_fhcache *c, const char *full, bool below);
+/* The kept directory nearest to the end of the path whose components are `names` (its first
+ * `*depth` components; fewer than all of them with `above`): its filehandle copied into `fh`,
+ * its key into *keyp (g_malloc'd), when it expires into *expires; false for none. */
+bool nfs_fhc_nearest(struct nfs_fhcache *c, GPtrArray *names, bool above, guint *depth,
+		     GByteArray *fh, char **keyp, gint64 *expires);
+
 /* ---- nfs_v3.c ---------------------------------------------------------------------------- */
 
+/* Attributes of `path` (below the mount; a symlink is not followed): one LOOKUP3 from the
+ * nearest kept directory (nfs_fhcache.c), where libnfs 4.0 walks from the root and then asks
+ * GETATTR3. */
+int nfs3_lstat(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, struct stat *st);
 /* SETATTR3 of `path` (below the mount, never following a symlink) with all of `to_set` at once
  * and times in nanoseconds. *have_st tells whether `st` got the attributes after. */
-int nfs3_setattr(struct nfs_context *nfs, const char *path, const struct stat *attr,
-		 unsigned int to_set, struct stat *st, bool *have_st);
+int nfs3_setattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
+		 const struct stat *attr, unsigned int to_set, struct stat *st, bool *have_st);
 /* LINK3 of the object at `path` itself (a symlink is not followed, unlike libnfs 4.0's
  * nfs_link()) as `newname` in directory `newdir`. */
-int nfs3_link(struct nfs_context *nfs, const char *path, const char *newdir, const char *newname);
+int nfs3_link(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, const char *newdir,
+	      const char *newname);
 /* Bring a time into what NFSv3 carries (unsigned 32-bit seconds). */
 void nfs3_time_clamp(struct timespec *ts);
 
@@ -428,10 +454,6 @@ int nfs3_file_commit(struct nfs_context *nfs, struct nfsfh *fh, char verf[NFS_VE
 /* Attributes of `path` (below the server's pseudo root, lstat semantics) with fsid and rawdev,
  * which libnfs 4.0 leaves out. */
 int nfs4_getattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, struct stat *st);
-/* The filehandles of directories by their server path, trusted for `ttl` seconds: a COMPOUND
- * on a path starts at the nearest one (PUTFH) instead of the server's root. NULL for ttl 0. */
-struct nfs4_fhcache *nfs4_fhcache_new(double ttl);
-void nfs4_fhcache_free(struct nfs4_fhcache *c);
 /* The server's lease time, largest READ and largest WRITE (FATTR4_LEASE_TIME, FATTR4_MAXREAD,
  * FATTR4_MAXWRITE; 0: not said), in one GETATTR. */
 int nfs4_server_attrs(struct nfs_context *nfs, uint32_t *lease, uint64_t *maxread,

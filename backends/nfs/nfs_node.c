@@ -191,7 +191,7 @@ int nfs_setattr_path(struct nfs_op *op, const char *path, const struct stat *att
 		g_free(full);
 		return rc;
 	}
-	rc = nfs3_setattr(op->nfs, path, attr, to_set, st, &have_st);
+	rc = nfs3_setattr(op->loc, op->nfs, path, attr, to_set, st, &have_st);
 	if (rc == -EACCES) /* e.g. the mount's root is not readable: libnfs' way */
 		rc = setattr_v3(op, path, attr, to_set);
 	if (rc == 0 && !have_st)
@@ -337,7 +337,7 @@ int nfs_mknod_node(void *l, const struct ff_cred *cred, ff_node *parent, const c
 			struct stat attr = { .st_mode = mode & 07777 };
 			bool have_st;
 
-			rc = nfs3_setattr(op.nfs, path, &attr, FF_SET_MODE, st, &have_st);
+			rc = nfs3_setattr(loc, op.nfs, path, &attr, FF_SET_MODE, st, &have_st);
 			if (rc)
 				goto out_end;
 		}
@@ -429,7 +429,7 @@ int nfs_link_node(void *l, const struct ff_cred *cred, ff_node *node, ff_node *n
 			g_free(from);
 			g_free(to);
 		} else {
-			rc = nfs3_link(op.nfs, oldpath, dir, newname);
+			rc = nfs3_link(loc, op.nfs, oldpath, dir, newname);
 		}
 		g_free(dir);
 		if (rc == 0)
@@ -463,6 +463,8 @@ static int remove_entry(struct nfs_loc *loc, const struct ff_cred *cred, ff_node
 		g_free(full);
 	} else {
 		rc = nfs_op_end(&op, nfs_sync_remove(op.nfs, path, dir));
+		if (dir)
+			nfs_fhc_drop(loc->fhc, path, true);
 	}
 	if (rc == 0)
 		ff_pathtree_unlink(loc->tree, nfs_pnode(parent), name);
@@ -509,7 +511,11 @@ int nfs_rename_node(void *l, const struct ff_cred *cred, ff_node *parent, const 
 		g_free(from);
 		g_free(to);
 	} else {
+		/* A directory renamed, or replaced by the rename, takes what is below it along
+		 * (whether the RENAME worked or not: it may have, unanswered). */
 		rc = nfs_sync_rename(op.nfs, oldpath, newpath);
+		nfs_fhc_drop(loc->fhc, oldpath, true);
+		nfs_fhc_drop(loc->fhc, newpath, true);
 	}
 	rc = nfs_op_end(&op, rc);
 	if (rc == 0)

@@ -5,9 +5,13 @@
  *
  * SETATTR: libnfs 4.0 sets times through struct timeval (microseconds: tar and rsync see their
  * nanoseconds cut) and sends one SETATTR per attribute group; here every attribute goes in one
- * SETATTR3 with nanoseconds or the server's clock, whose reply carries the new attributes. The
- * object is found from the mount's root filehandle by one LOOKUP3 per component, which never
- * follows a symlink.
+ * SETATTR3 with nanoseconds or the server's clock, whose reply carries the new attributes.
+ *
+ * Objects are found by one LOOKUP3 per component, which never follows a symlink, from the
+ * nearest directory whose filehandle is kept (nfs_fhcache.c) or from the mount's root. libnfs
+ * 4.0 walks every path from the root and asks GETATTR3 at the end: a file five directories
+ * down cost six calls to stat, where here it costs one LOOKUP3, whose reply carries the
+ * attributes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +35,7 @@ struct v3_call {
 	int err;
 	bool abandoned;	 /* the caller left (event loop failure): free on callback */
 	GByteArray *fh;	 /* LOOKUP3: the object's filehandle */
-	struct stat *st; /* SETATTR3: the attributes after, when the server sent them */
+	struct stat *st; /* LOOKUP3, GETATTR3, SETATTR3: the attributes, when the server sent them */
 	bool have_st;
 	char *verf; /* COMMIT3: the server's write verifier */
 };
@@ -106,6 +110,26 @@ static void lookup_cb(struct rpc_context *rpc, int status, void *data, void *pri
 	}
 	g_byte_array_append(c->fh, (guint8 *)res->LOOKUP3res_u.resok.object.data.data_val,
 			    res->LOOKUP3res_u.resok.object.data.data_len);
+	if (res->LOOKUP3res_u.resok.obj_attributes.attributes_follow) {
+		stat_from_fattr3(&res->LOOKUP3res_u.resok.obj_attributes.post_op_attr_u.attributes,
+				 c->st);
+		c->have_st = true;
+	}
+}
+
+static void getattr_cb(struct rpc_context *rpc, int status, void *data, void *private_data)
+{
+	struct v3_call *c = private_data;
+	GETATTR3res *res = data;
+
+	if (!v3_call_status(c, status, data))
+		return;
+	if (res->status != NFS3_OK) {
+		c->err = nfs3_status_errno(res->status);
+		return;
+	}
+	stat_from_fattr3(&res->GETATTR3res_u.resok.obj_attributes, c->st);
+	c->have_st = true;
 }
 
 static void link_cb(struct rpc_context *rpc, int status, void *data, void *private_data)
@@ -151,10 +175,10 @@ static void commit_cb(struct rpc_context *rpc, int status, void *data, void *pri
 		memcpy(c->verf, res->COMMIT3res_u.resok.verf, NFS_VERF_SIZE);
 }
 
-/* Wait for the call's callback; on failure leave `c` to it. Returns its error. */
-static int v3_wait(struct nfs_context *nfs, struct v3_call *c)
+/* Wait for the call's callback until `deadline`; on failure leave `c` to it. Returns its
+ * error. */
+static int v3_wait_until(struct nfs_context *nfs, struct v3_call *c, gint64 deadline)
 {
-	gint64 deadline = nfs_call_deadline(nfs);
 	int rc = nfs_event_loop(nfs, &c->done, deadline);
 
 	if (rc && !c->done) {
@@ -164,13 +188,26 @@ static int v3_wait(struct nfs_context *nfs, struct v3_call *c)
 	return c->err;
 }
 
-/* The filehandle of the mount's root, from libnfs (nfs_open() of "/"). */
-static int root_fh(struct nfs_context *nfs, GByteArray *out)
+static int v3_wait(struct nfs_context *nfs, struct v3_call *c)
+{
+	return v3_wait_until(nfs, c, nfs_call_deadline(nfs));
+}
+
+#define STALE_PROBE_USEC G_USEC_PER_SEC
+
+/* The filehandle of the mount's root, from libnfs (nfs_open() of "/"), asked once. */
+static int root_fh(struct nfs_loc *loc, struct nfs_context *nfs, GByteArray *out)
 {
 	struct libnfs_fh *fh;
 	struct nfsfh *root;
 	int rc;
 
+	g_mutex_lock(&loc->node_lock);
+	if (loc->v3_root)
+		g_byte_array_append(out, loc->v3_root->data, loc->v3_root->len);
+	g_mutex_unlock(&loc->node_lock);
+	if (out->len > 0)
+		return 0;
 	rc = nfs_sync_open(nfs, "/", O_RDONLY, &root);
 	if (rc < 0)
 		return rc;
@@ -180,43 +217,171 @@ static int root_fh(struct nfs_context *nfs, GByteArray *out)
 	else
 		rc = -EPROTO;
 	nfs_close(nfs, root);
+	if (rc == 0) {
+		g_mutex_lock(&loc->node_lock);
+		if (!loc->v3_root) {
+			loc->v3_root = g_byte_array_new();
+			g_byte_array_append(loc->v3_root, out->data, out->len);
+		}
+		g_mutex_unlock(&loc->node_lock);
+	}
 	return rc;
 }
 
-/* Walk `path` (below the mount) from the root, one LOOKUP3 per component. */
-static int resolve(struct nfs_context *nfs, const char *path, GByteArray **out)
+/* The server called the root's filehandle stale (it restarted with another export). */
+static void forget_root(struct nfs_loc *loc)
 {
-	GByteArray *fh = g_byte_array_new();
-	char **parts = g_strsplit(path, "/", -1);
+	g_mutex_lock(&loc->node_lock);
+	if (loc->v3_root)
+		g_byte_array_free(g_steal_pointer(&loc->v3_root), TRUE);
+	g_mutex_unlock(&loc->node_lock);
+}
+
+/* LOOKUP3 of `name` in directory `dir`: the object's filehandle into `out`, its attributes into
+ * `st` where the server sent them (*have_st). Given up at `deadline`. */
+static int lookup1(struct nfs_context *nfs, const GByteArray *dir, const char *name,
+		   GByteArray *out, struct stat *st, bool *have_st, gint64 deadline)
+{
+	struct v3_call *c = g_new0(struct v3_call, 1);
+	LOOKUP3args args;
 	int rc;
 
-	rc = root_fh(nfs, fh);
-	for (char **p = parts; rc == 0 && *p; p++) {
-		struct v3_call *c;
-		LOOKUP3args args;
-
-		if (!**p)
-			continue;
-		c = g_new0(struct v3_call, 1);
-		c->fh = g_byte_array_new();
-		memset(&args, 0, sizeof(args));
-		args.what.dir.data.data_len = fh->len;
-		args.what.dir.data.data_val = (char *)fh->data;
-		args.what.name = *p;
-		if (rpc_nfs3_lookup_async(nfs_get_rpc_context(nfs), lookup_cb, &args, c) != 0) {
-			g_byte_array_free(c->fh, TRUE);
-			g_free(c);
-			rc = -ENOMEM;
-			break;
-		}
-		rc = v3_wait(nfs, c);
-		if (rc && !c->done)
-			break; /* abandoned: its callback frees it */
-		g_byte_array_free(fh, TRUE);
-		fh = c->fh;
+	c->fh = g_byte_array_new();
+	c->st = st;
+	memset(&args, 0, sizeof(args));
+	args.what.dir.data.data_len = dir->len;
+	args.what.dir.data.data_val = (char *)dir->data;
+	args.what.name = (char *)name;
+	if (rpc_nfs3_lookup_async(nfs_get_rpc_context(nfs), lookup_cb, &args, c) != 0) {
+		g_byte_array_free(c->fh, TRUE);
 		g_free(c);
+		return -ENOMEM;
 	}
-	g_strfreev(parts);
+	rc = v3_wait_until(nfs, c, deadline);
+	if (rc && !c->done)
+		return rc; /* abandoned: its callback frees it */
+	*have_st = c->have_st;
+	g_byte_array_set_size(out, 0);
+	g_byte_array_append(out, c->fh->data, c->fh->len);
+	g_byte_array_free(c->fh, TRUE);
+	g_free(c);
+	return rc;
+}
+
+static int getattr1(struct nfs_context *nfs, const GByteArray *fh, struct stat *st)
+{
+	struct v3_call *c = g_new0(struct v3_call, 1);
+	GETATTR3args args;
+	int rc;
+
+	c->st = st;
+	memset(&args, 0, sizeof(args));
+	args.object.data.data_len = fh->len;
+	args.object.data.data_val = (char *)fh->data;
+	if (rpc_nfs3_getattr_async(nfs_get_rpc_context(nfs), getattr_cb, &args, c) != 0) {
+		g_free(c);
+		return -ENOMEM;
+	}
+	rc = v3_wait(nfs, c);
+	if (rc && !c->done)
+		return rc; /* abandoned: its callback frees it */
+	g_free(c);
+	return rc;
+}
+
+/*
+ * The filehandle of `path` (below the mount) into `fh`, and with `st` its attributes. The walk
+ * starts at the nearest kept directory (with `st`, the nearest above the object: its LOOKUP3
+ * brings the attributes), else at the root, and keeps the directories it meets, trusted no
+ * longer than the one it started from. A kept filehandle the server calls stale is forgotten
+ * and the walk made once more: a stale filehandle never reaches the caller for a path that
+ * exists.
+ *
+ * nfs-ganesha at times does not answer at all a LOOKUP3 in a directory removed behind its back
+ * (it drops the request, as an NFSv3 server may, for the client to send it again); waiting the
+ * location's whole timeout for it would take the location down. So the first LOOKUP3 from a
+ * kept filehandle is given STALE_PROBE_USEC, and without an answer the filehandle is taken as
+ * stale: the walk is made from the root, each LOOKUP3 with the whole timeout.
+ */
+static int walk(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, GByteArray *fh,
+		struct stat *st)
+{
+	char *copy = g_strdup(path), *save, *key = NULL;
+	GPtrArray *names = g_ptr_array_new();
+	GByteArray *next = g_byte_array_new();
+	GString *at = g_string_new(NULL);
+	bool cached, have, retried = false;
+	gint64 expires;
+	struct stat cur;
+	guint depth;
+	int rc;
+
+	for (char *tok = strtok_r(copy, "/", &save); tok; tok = strtok_r(NULL, "/", &save))
+		g_ptr_array_add(names, tok);
+again:
+	g_byte_array_set_size(fh, 0);
+	g_clear_pointer(&key, g_free);
+	depth = 0;
+	expires = 0;
+	have = false;
+	cached = nfs_fhc_nearest(loc->fhc, names, st != NULL, &depth, fh, &key, &expires);
+	rc = cached ? 0 : root_fh(loc, nfs, fh);
+	g_string_assign(at, cached ? key : "");
+	for (guint i = depth; rc == 0 && i < names->len; i++) {
+		bool probe = cached && i == depth;
+
+		rc = lookup1(nfs, fh, names->pdata[i], next, &cur, &have,
+			     probe ? MIN(nfs_call_deadline(nfs),
+					 g_get_monotonic_time() + STALE_PROBE_USEC)
+				   : nfs_call_deadline(nfs));
+		if (rc == -ETIMEDOUT && probe)
+			rc = -ESTALE;
+		if (rc)
+			break;
+		g_string_append_c(at, '/');
+		g_string_append(at, names->pdata[i]);
+		if (have && S_ISDIR(cur.st_mode))
+			nfs_fhc_put(loc->fhc, at->str, next->data, next->len, expires);
+		g_byte_array_set_size(fh, 0);
+		g_byte_array_append(fh, next->data, next->len);
+	}
+	if (rc == -ESTALE && !retried) {
+		retried = true;
+		if (cached)
+			nfs_fhc_drop(loc->fhc, key, false);
+		else
+			forget_root(loc);
+		goto again;
+	}
+	if (rc == 0 && st) {
+		if (have && depth < names->len)
+			*st = cur;
+		else
+			rc = getattr1(nfs, fh, st);
+	}
+	g_free(key);
+	g_string_free(at, TRUE);
+	g_byte_array_free(next, TRUE);
+	g_ptr_array_unref(names);
+	g_free(copy);
+	return rc;
+}
+
+int nfs3_lstat(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, struct stat *st)
+{
+	GByteArray *fh = g_byte_array_new();
+	int rc = walk(loc, nfs, path, fh, st);
+
+	g_byte_array_free(fh, TRUE);
+	return rc;
+}
+
+/* The filehandle of `path` (below the mount). */
+static int resolve(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, GByteArray **out)
+{
+	GByteArray *fh = g_byte_array_new();
+	int rc = walk(loc, nfs, path, fh, NULL);
+
 	if (rc) {
 		g_byte_array_free(fh, TRUE);
 		return rc;
@@ -225,17 +390,18 @@ static int resolve(struct nfs_context *nfs, const char *path, GByteArray **out)
 	return 0;
 }
 
-int nfs3_link(struct nfs_context *nfs, const char *path, const char *newdir, const char *newname)
+int nfs3_link(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, const char *newdir,
+	      const char *newname)
 {
 	GByteArray *fh, *dirfh;
 	struct v3_call *c;
 	LINK3args args;
 	int rc;
 
-	rc = resolve(nfs, path, &fh);
+	rc = resolve(loc, nfs, path, &fh);
 	if (rc)
 		return rc;
-	rc = resolve(nfs, newdir, &dirfh);
+	rc = resolve(loc, nfs, newdir, &dirfh);
 	if (rc)
 		goto out_fh;
 	memset(&args, 0, sizeof(args));
@@ -290,8 +456,8 @@ static void set_time(time_how *how, nfstime3 *t, bool given, bool now, const str
 	}
 }
 
-int nfs3_setattr(struct nfs_context *nfs, const char *path, const struct stat *attr,
-		 unsigned int to_set, struct stat *st, bool *have_st)
+int nfs3_setattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
+		 const struct stat *attr, unsigned int to_set, struct stat *st, bool *have_st)
 {
 	struct v3_call *c;
 	SETATTR3args args;
@@ -299,7 +465,7 @@ int nfs3_setattr(struct nfs_context *nfs, const char *path, const struct stat *a
 	int rc;
 
 	*have_st = false;
-	rc = resolve(nfs, path, &fh);
+	rc = resolve(loc, nfs, path, &fh);
 	if (rc)
 		return rc;
 	memset(&args, 0, sizeof(args));

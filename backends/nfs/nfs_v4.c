@@ -187,7 +187,7 @@ void nfs4_ops_putfh(struct v4_ops *o, const void *fh, size_t len)
 }
 
 /* A walk that started at a kept directory's filehandle: the index of its PUTFH, and the key
- * (nfs_v4_fhcache.c). */
+ * (nfs_fhcache.c). */
 struct v4_cached {
 	unsigned int index;
 	char *key;	/* in o->keep */
@@ -223,8 +223,8 @@ int nfs4_ops_walk(struct v4_ops *o, struct nfs_context *nfs, const char *full, s
 		gint64 expires;
 		guint depth;
 
-		if (nfs4_fhc_nearest(o->loc->fhc, names, o->walk_above, &depth, kept, &key,
-				     &expires)) {
+		if (nfs_fhc_nearest(o->loc->fhc, names, o->walk_above, &depth, kept, &key,
+				    &expires)) {
 			for (guint i = depth; i < names->len; i++)
 				rest += nfs4_lookup_bytes(names->pdata[i]);
 			if (names->len - depth <= V4_TAIL_OPS && rest <= tail) {
@@ -503,8 +503,8 @@ static int v4_run(struct nfs_context *nfs, struct v4_ops *o, v4_decode_fn decode
 
 	if (rc == -ESTALE && o->cached && o->cached->len > 0) {
 		for (guint k = 0; k < o->cached->len; k++)
-			nfs4_fhc_drop(o->loc->fhc,
-				      g_array_index(o->cached, struct v4_cached, k).key, false);
+			nfs_fhc_drop(o->loc->fhc, g_array_index(o->cached, struct v4_cached, k).key,
+				     false);
 		v4_unkeep(o);
 		rc = v4_run_once(nfs, o, decode, arg, decode_always);
 	}
@@ -585,7 +585,7 @@ int nfs4_getattr(struct nfs_loc *loc, struct nfs_context *nfs, const char *path,
 	}
 	nfs4_ops_free(&o);
 	if (rc == 0 && out.fh && out.fh->len > 0)
-		nfs4_fhc_put(loc->fhc, path, out.fh->data, out.fh->len, not_after);
+		nfs_fhc_put(loc->fhc, path, out.fh->data, out.fh->len, not_after);
 out_free:
 	if (out.fh)
 		g_byte_array_free(out.fh, TRUE);
@@ -767,8 +767,8 @@ int nfs4_rename(struct nfs_loc *loc, struct nfs_context *nfs, const char *olddir
 	     *to = g_build_filename(newdir, newname, NULL);
 	int rc = two_paths(loc, nfs, olddir, newdir, OP_RENAME, oldname, newname);
 
-	nfs4_fhc_drop(loc->fhc, from, true);
-	nfs4_fhc_drop(loc->fhc, to, true);
+	nfs_fhc_drop(loc->fhc, from, true);
+	nfs_fhc_drop(loc->fhc, to, true);
 	g_free(from);
 	g_free(to);
 	return rc;
@@ -854,7 +854,7 @@ int nfs4_remove(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, 
 		rc = dir ? -ENOTDIR : -EISDIR;
 	nfs4_ops_free(&o);
 	if (dir)
-		nfs4_fhc_drop(loc->fhc, path, true);
+		nfs_fhc_drop(loc->fhc, path, true);
 out_free:
 	g_free(parent);
 	g_free(name);

@@ -101,21 +101,6 @@ bool nfs4_big_compounds(struct rpc_context *rpc);
 /* What a LOOKUP of `name` takes in an encoded COMPOUND. */
 size_t nfs4_lookup_bytes(const char *name);
 
-/* ---- directories' filehandles (nfs_v4_fhcache.c) ------------------------------------------- */
-
-/* Keep the filehandle of the directory at server path `full` for the cache's time, and not
- * past `not_after` (monotonic µs; 0: no such bound). Nothing is kept for the root, or for a
- * path whose walk would not fit one COMPOUND's tail. */
-void nfs4_fhc_put(struct nfs4_fhcache *c, const char *full, const void *fh, guint len,
-		  gint64 not_after);
-/* Forget `full` and, with `below`, every path below it. */
-void nfs4_fhc_drop(struct nfs4_fhcache *c, const char *full, bool below);
-/* The kept directory nearest to the end of the path whose components are `names` (its first
- * `*depth` components; fewer than all of them with `above`): its filehandle copied into `fh`,
- * its key into *keyp (g_malloc'd), when it expires into *expires; false for none. */
-bool nfs4_fhc_nearest(struct nfs4_fhcache *c, GPtrArray *names, bool above, guint *depth,
-		      GByteArray *fh, char **keyp, gint64 *expires);
-
 /* ---- attributes in XDR (nfs_v4_attr.c) ----------------------------------------------------- */
 
 /* Decode a fattr4 answering the GETATTR of nfs4_ops_getattr() or a READDIR's entries into `st`.

@@ -584,9 +584,9 @@ def test_deep_paths_follow_directories_changed_on_the_server(servers, trees, mou
     once attr-timeout has passed: a directory renamed there leaves its old path to the new
     directory made under that name, the moved files are read at their new path, and a tree
     removed and made again (every filehandle below it stale) is read anew. Our own renames and
-    removals show at once. On NFSv4 the daemon starts its calls at the directories'
-    filehandles it keeps for attr-timeout, not at the server's root: this is what holds that
-    cache to the kernel's own bound."""
+    removals show at once. The daemon starts its calls at the directories' filehandles it
+    keeps for attr-timeout (NFSv4: a COMPOUND's PUTFH; NFSv3: the first LOOKUP3), not at the
+    server's root: this is what holds that cache to the kernel's own bound."""
     need_module(kind)
     t = trees(servers.env, kind)
     deep = os.path.join(*[f"d{i}" for i in range(10)])

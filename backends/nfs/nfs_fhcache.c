@@ -1,26 +1,28 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * nfs_v4_fhcache.c - the filehandles of an NFSv4 location's directories, by server path, kept
- * for the location's attr-timeout, so that a COMPOUND on a path starts at the nearest one
- * (PUTFH) instead of at the server's root (nfs4_ops_walk(), nfs_v4.c). What may make one wrong
- * is bounded as the kernel's own caches are: another client's rename or removal shows once
- * attr-timeout has passed, as it does in the kernel's entry cache; a filehandle the server
- * calls stale is forgotten and the COMPOUND run again from the root; our own renames and
- * removals forget what they move at once.
+ * nfs_fhcache.c - the filehandles of an NFS location's directories, by server path, kept for
+ * the location's attr-timeout, so that a walk to a path starts at the nearest one instead of
+ * at the server's root: NFSv4's COMPOUND with a PUTFH (nfs4_ops_walk(), nfs_v4.c), NFSv3's
+ * LOOKUP3s (nfs3_lstat(), nfs_v3.c). What may make one wrong is bounded as the kernel's own
+ * caches are: another client's rename or removal shows once attr-timeout has passed, as it
+ * does in the kernel's entry cache; a filehandle the server calls stale is forgotten and the
+ * walk made again from the root; our own renames and removals forget what they move at once.
  */
 #include <string.h>
 
 #include "backends/nfs/nfs_v4.h"
 
 /* Keys are server paths as "/a/b" (components joined by one '/'); the root is never kept
- * (PUTROOTFH costs no more than PUTFH). Only paths whose own walk fits the tail of one
- * COMPOUND are kept, so that a walk from the root can always replace their PUTFH. */
+ * (PUTROOTFH costs no more than PUTFH; NFSv3 keeps it in the location). With `compound`, only
+ * paths whose own walk fits the tail of one COMPOUND are kept, so that a walk from the root can
+ * always replace their PUTFH. */
 #define FHC_MAX 16384
 
-struct nfs4_fhcache {
+struct nfs_fhcache {
 	GMutex lock;
 	GHashTable *map; /* key -> struct fhc_entry * */
 	gint64 ttl_us;
+	bool compound;
 };
 
 struct fhc_entry {
@@ -29,20 +31,21 @@ struct fhc_entry {
 	unsigned char fh[];
 };
 
-struct nfs4_fhcache *nfs4_fhcache_new(double ttl)
+struct nfs_fhcache *nfs_fhcache_new(double ttl, bool compound)
 {
-	struct nfs4_fhcache *c;
+	struct nfs_fhcache *c;
 
 	if (ttl <= 0)
 		return NULL;
-	c = g_new0(struct nfs4_fhcache, 1);
+	c = g_new0(struct nfs_fhcache, 1);
 	g_mutex_init(&c->lock);
 	c->map = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	c->ttl_us = (gint64)(ttl * G_USEC_PER_SEC);
+	c->compound = compound;
 	return c;
 }
 
-void nfs4_fhcache_free(struct nfs4_fhcache *c)
+void nfs_fhcache_free(struct nfs_fhcache *c)
 {
 	if (!c)
 		return;
@@ -52,7 +55,7 @@ void nfs4_fhcache_free(struct nfs4_fhcache *c)
 }
 
 /* `full` as a key: NULL for the root and for paths too long to keep. */
-static char *fhc_key(const char *full)
+static char *fhc_key(const struct nfs_fhcache *c, const char *full)
 {
 	char **parts = g_strsplit(full, "/", -1);
 	GString *key = g_string_new(NULL);
@@ -64,22 +67,23 @@ static char *fhc_key(const char *full)
 			continue;
 		g_string_append_c(key, '/');
 		g_string_append(key, *p);
-		bytes += nfs4_lookup_bytes(*p);
+		if (c->compound)
+			bytes += nfs4_lookup_bytes(*p);
 		n++;
 	}
 	g_strfreev(parts);
-	if (n == 0 || n > V4_TAIL_OPS || bytes > V4_TAIL_BYTES)
+	if (n == 0 || (c->compound && (n > V4_TAIL_OPS || bytes > V4_TAIL_BYTES)))
 		return g_string_free(key, TRUE), NULL;
 	return g_string_free(key, FALSE);
 }
 
-void nfs4_fhc_put(struct nfs4_fhcache *c, const char *full, const void *fh, guint len,
-		  gint64 not_after)
+void nfs_fhc_put(struct nfs_fhcache *c, const char *full, const void *fh, guint len,
+		 gint64 not_after)
 {
 	struct fhc_entry *e;
 	char *key;
 
-	if (!c || len == 0 || len > NFS4_FHSIZE || !(key = fhc_key(full)))
+	if (!c || len == 0 || len > NFS4_FHSIZE || !(key = fhc_key(c, full)))
 		return;
 	e = g_malloc(sizeof(*e) + len);
 	e->expires = g_get_monotonic_time() + c->ttl_us;
@@ -94,14 +98,14 @@ void nfs4_fhc_put(struct nfs4_fhcache *c, const char *full, const void *fh, guin
 	g_mutex_unlock(&c->lock);
 }
 
-void nfs4_fhc_drop(struct nfs4_fhcache *c, const char *full, bool below)
+void nfs_fhc_drop(struct nfs_fhcache *c, const char *full, bool below)
 {
 	GHashTableIter it;
 	gpointer k;
 	char *key;
 	size_t len;
 
-	if (!c || !(key = fhc_key(full)))
+	if (!c || !(key = fhc_key(c, full)))
 		return;
 	len = strlen(key);
 	g_mutex_lock(&c->lock);
@@ -120,8 +124,8 @@ void nfs4_fhc_drop(struct nfs4_fhcache *c, const char *full, bool below)
 	g_free(key);
 }
 
-bool nfs4_fhc_nearest(struct nfs4_fhcache *c, GPtrArray *names, bool above, guint *depth,
-		      GByteArray *fh, char **keyp, gint64 *expires)
+bool nfs_fhc_nearest(struct nfs_fhcache *c, GPtrArray *names, bool above, guint *depth,
+		     GByteArray *fh, char **keyp, gint64 *expires)
 {
 	gint64 now = g_get_monotonic_time();
 	GString *key;
