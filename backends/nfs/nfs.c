@@ -203,27 +203,6 @@ char *nfs_v4_path(struct nfs_loc *loc, const char *path)
 	return g_strconcat(loc->mount_path, path, NULL);
 }
 
-void nfs_stat_from_libnfs(const struct nfs_stat_64 *in, struct stat *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->st_dev = (dev_t)in->nfs_dev;
-	st->st_ino = (ino_t)in->nfs_ino;
-	st->st_mode = (mode_t)in->nfs_mode;
-	st->st_nlink = (nlink_t)in->nfs_nlink;
-	st->st_uid = (uid_t)in->nfs_uid;
-	st->st_gid = (gid_t)in->nfs_gid;
-	st->st_rdev = (dev_t)in->nfs_rdev;
-	st->st_size = (off_t)in->nfs_size;
-	st->st_blksize = NFS_XFER_MAX;
-	st->st_blocks = (blkcnt_t)in->nfs_blocks;
-	st->st_atim.tv_sec = (time_t)in->nfs_atime;
-	st->st_atim.tv_nsec = (long)in->nfs_atime_nsec;
-	st->st_mtim.tv_sec = (time_t)in->nfs_mtime;
-	st->st_mtim.tv_nsec = (long)in->nfs_mtime_nsec;
-	st->st_ctim.tv_sec = (time_t)in->nfs_ctime;
-	st->st_ctim.tv_nsec = (long)in->nfs_ctime_nsec;
-}
-
 /* lstat of `path` (below the mount) on a leased context. */
 int nfs_do_lstat(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, struct stat *st)
 {

@@ -138,8 +138,6 @@ void nfs_node_seen(struct nfs_loc *loc, ff_node *node, const struct stat *st);
 ff_node *nfs_child_node(struct nfs_loc *loc, ff_node *parent, const char *name);
 /* The path from the server's (pseudo) root, for our own NFSv4 COMPOUNDs. g_free it. */
 char *nfs_v4_path(struct nfs_loc *loc, const char *path);
-/* libnfs' attributes as a struct stat. */
-void nfs_stat_from_libnfs(const struct nfs_stat_64 *in, struct stat *st);
 /* lstat of `path` (below the mount) on a leased context. */
 int nfs_do_lstat(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, struct stat *st);
 
@@ -318,7 +316,6 @@ void nfs_attach(const struct ff_host *host);
  * caller leaves at once (-EINTR) and the whole call ends a second after the context's timeout
  * (-ETIMEDOUT). 0 (pread: the bytes read) or -errno, mapped already (nfs_map_error()). A reply
  * that comes after its caller left is dropped; what it made is freed. */
-int nfs_sync_fstat64(struct nfs_context *nfs, struct nfsfh *fh, struct nfs_stat_64 *st);
 int nfs_sync_statvfs(struct nfs_context *nfs, const char *path, struct statvfs *st);
 int nfs_sync_open(struct nfs_context *nfs, const char *path, int flags, struct nfsfh **fh);
 int nfs_sync_create(struct nfs_context *nfs, const char *path, int flags, int mode,
@@ -444,10 +441,20 @@ int nfs3_link(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, co
 /* Bring a time into what NFSv3 carries (unsigned 32-bit seconds). */
 void nfs3_time_clamp(struct timespec *ts);
 
-/* How WRITE3s of the server's wsize are sent for `fh`; `sync`: FILE_SYNC, else UNSTABLE. */
-void nfs3_wtarget(struct nfs_conn *conn, struct nfsfh *fh, bool sync, struct nfs_wtarget *t);
+/* CREATE3 of `path` (GUARDED: -EEXIST when the name is taken) with `mode`: one call from the
+ * nearest kept directory, where libnfs 4.0 walks from the root, creates, and looks the file
+ * up again. Its filehandle (g_byte_array) into *fhp, its attributes into `st`. */
+int nfs3_create(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, mode_t mode,
+		GByteArray **fhp, struct stat *st);
+/* GETATTR3 of a filehandle. */
+int nfs3_getattr(struct nfs_context *nfs, const GByteArray *fh, struct stat *st);
+/* A copy of the filehandle of a file libnfs opened. */
+GByteArray *nfs3_fh_of(struct nfsfh *fh);
+/* How WRITE3s of the server's wsize are sent for `fh` (which must outlive them); `sync`:
+ * FILE_SYNC, else UNSTABLE. */
+void nfs3_wtarget(struct nfs_conn *conn, const GByteArray *fh, bool sync, struct nfs_wtarget *t);
 /* COMMIT3 of the whole file; `verf` gets the server's write verifier. */
-int nfs3_file_commit(struct nfs_context *nfs, struct nfsfh *fh, char verf[NFS_VERF_SIZE]);
+int nfs3_file_commit(struct nfs_context *nfs, const GByteArray *fh, char verf[NFS_VERF_SIZE]);
 
 /* ---- nfs_v4.c -------------------------------------------------------------------------------- */
 

@@ -25,10 +25,12 @@
 #include "backends/nfs/nfs.h"
 
 struct nfs_handle {
-	GMutex lock;		  /* serialises every use of the handle */
-	struct nfs_conn *conn;	  /* owns fh or f4; a reference; NULL after a failed reopen */
-	struct nfsfh *fh;	  /* NFSv3 */
-	struct nfs4_file *f4;	  /* NFSv4 */
+	GMutex lock;	       /* serialises every use of the handle */
+	struct nfs_conn *conn; /* owns fh or f4; a reference; NULL after a failed reopen */
+	struct nfsfh *fh;      /* NFSv3: libnfs' open file, for READs (NULL until one comes, for a
+				   * file we created: handle_open_v3()) */
+	GByteArray *fh3;       /* NFSv3: the file's filehandle (WRITE3, COMMIT3, GETATTR3) */
+	struct nfs4_file *f4;  /* NFSv4 */
 	struct ff_pathnode *node; /* a reference: the path to reopen */
 	struct nfs_ident ident;	  /* who opened it */
 	int flags;		  /* O_ACCMODE | O_SYNC, for reopening */
@@ -138,8 +140,37 @@ static bool handle_end(struct nfs_handle *h, int rc)
 	return lost;
 }
 
+/* NFSv3: libnfs' open file for READs, on a handle of a file we created (nfs3_create()), opened
+ * when the first read comes: most files created are only written. Where the path names another
+ * file by now (renamed on the server), -ESTALE. Called with the context leased. */
+static int handle_open_v3(struct nfs_loc *loc, struct nfs_handle *h)
+{
+	GByteArray *now;
+	char *path;
+	int rc;
+
+	if (h->f4 || h->fh)
+		return 0;
+	path = nfs_pnode_path(loc, h->node, NULL);
+	if (!path)
+		return -ESTALE;
+	rc = nfs_sync_open(h->conn->nfs, path, open_flags(h->flags), &h->fh);
+	g_free(path);
+	if (rc)
+		return rc;
+	now = nfs3_fh_of(h->fh);
+	if (now->len != h->fh3->len || memcmp(now->data, h->fh3->data, now->len) != 0) {
+		nfs_close(h->conn->nfs, h->fh);
+		h->fh = NULL;
+		rc = -ESTALE;
+	}
+	g_byte_array_free(now, TRUE);
+	return rc;
+}
+
+/* A handle on libnfs' `fh` (NFSv3), or on the filehandle `fh3` alone (consumed), or on `f4`. */
 static struct nfs_handle *handle_new(struct nfs_loc *loc, struct nfs_conn *conn, struct nfsfh *fh,
-				     struct nfs4_file *f4, ff_node *node,
+				     GByteArray *fh3, struct nfs4_file *f4, ff_node *node,
 				     const struct ff_cred *cred, int flags)
 {
 	struct nfs_handle *h = g_new0(struct nfs_handle, 1);
@@ -148,6 +179,7 @@ static struct nfs_handle *handle_new(struct nfs_loc *loc, struct nfs_conn *conn,
 	h->conn = conn;
 	nfs_conn_ref(conn);
 	h->fh = fh;
+	h->fh3 = fh3 ? fh3 : fh ? nfs3_fh_of(fh) : NULL;
 	h->f4 = f4;
 	h->node = nfs_pnode(node);
 	ff_pathtree_ref(loc->tree, h->node);
@@ -191,7 +223,7 @@ int nfs_open_file(void *l, const struct ff_cred *cred, ff_node *node, int flags,
 				rc = open_truncate(&op, path, flags, fh);
 		}
 		if (rc == 0) {
-			*fhp = (ff_fh *)handle_new(loc, op.conn, fh, f4, node, cred, flags);
+			*fhp = (ff_fh *)handle_new(loc, op.conn, fh, NULL, f4, node, cred, flags);
 			nfs_op_end(&op, 0);
 			break;
 		}
@@ -209,7 +241,6 @@ int nfs_open_file(void *l, const struct ff_cred *cred, ff_node *node, int flags,
 int nfs_handle_getattr(struct nfs_loc *loc, struct nfs_handle *h, struct stat *st)
 {
 	gint64 deadline = nfs_deadline(loc);
-	struct nfs_stat_64 s;
 	int rc;
 
 	g_mutex_lock(&h->lock);
@@ -218,13 +249,10 @@ int nfs_handle_getattr(struct nfs_loc *loc, struct nfs_handle *h, struct stat *s
 		rc = handle_begin(loc, h, deadline);
 	if (rc)
 		goto out_unlock;
-	if (h->f4) {
+	if (h->f4)
 		rc = nfs4_file_getattr(h->conn, h->f4, st);
-	} else {
-		rc = nfs_sync_fstat64(h->conn->nfs, h->fh, &s);
-		if (rc == 0)
-			nfs_stat_from_libnfs(&s, st);
-	}
+	else
+		rc = nfs3_getattr(h->conn->nfs, h->fh3, st);
 	handle_end(h, rc);
 out_unlock:
 	g_mutex_unlock(&h->lock);
@@ -238,6 +266,7 @@ int nfs_create_file(void *l, const struct ff_cred *cred, ff_node *parent, const 
 	char *path = nfs_node_path(loc, parent, name);
 	struct nfs4_file *f4 = NULL;
 	struct nfsfh *fh = NULL;
+	GByteArray *fh3 = NULL;
 	struct ff_pathnode *pn;
 	ff_node *node;
 	struct nfs_op op;
@@ -274,25 +303,24 @@ int nfs_create_file(void *l, const struct ff_cred *cred, ff_node *parent, const 
 		}
 		goto out_made;
 	}
-	rc = nfs_sync_create(op.nfs, path, open_flags(flags) | O_CREAT | O_EXCL, mode & 07777, &fh);
+	rc = nfs3_create(loc, op.nfs, path, mode, &fh3, st);
 	if (rc == -EEXIST && !(flags & O_EXCL)) {
 		rc = nfs_sync_open(op.nfs, path, open_flags(flags) | (flags & O_TRUNC), &fh);
 		if (rc == 0)
 			rc = open_truncate(&op, path, flags, fh);
+		if (rc == 0) {
+			rc = nfs_do_lstat(loc, op.nfs, path, st);
+			if (rc)
+				nfs_close(op.nfs, fh);
+		}
 	}
 	if (rc < 0) {
 		nfs_op_end(&op, rc);
 		goto out_free;
 	}
-	rc = nfs_do_lstat(loc, op.nfs, path, st);
-	if (rc) {
-		nfs_close(op.nfs, fh);
-		nfs_op_end(&op, rc);
-		goto out_free;
-	}
 out_made:
 	node = nfs_node_new(g_steal_pointer(&pn));
-	*fhp = (ff_fh *)handle_new(loc, op.conn, fh, f4, node, cred, flags);
+	*fhp = (ff_fh *)handle_new(loc, op.conn, fh, fh3, f4, node, cred, flags);
 	*nodep = node;
 	nfs_op_end(&op, 0);
 out_free:
@@ -316,7 +344,8 @@ ssize_t nfs_read_file(void *l, ff_fh *fhv, void *buf, size_t size, off_t off)
 		rc = handle_begin(loc, h, deadline);
 		if (rc)
 			break;
-		while (done < size) {
+		rc = handle_open_v3(loc, h);
+		while (rc == 0 && done < size) {
 			size_t chunk = MIN(size - done, h->conn->readmax);
 			ssize_t n;
 
@@ -349,7 +378,7 @@ static void handle_target(struct nfs_handle *h, struct nfs_wtarget *t)
 	if (h->f4)
 		nfs4_wtarget(h->conn, h->f4, sync, t);
 	else
-		nfs3_wtarget(h->conn, h->fh, sync, t);
+		nfs3_wtarget(h->conn, h->fh3, sync, t);
 }
 
 /* COMMIT on the handle's context (leased); `verf` gets the server's write verifier. */
@@ -357,7 +386,7 @@ static int commit_leased(struct nfs_handle *h, char verf[NFS_VERF_SIZE])
 {
 	if (h->f4)
 		return nfs4_file_commit(h->conn, h->f4, verf);
-	return nfs3_file_commit(h->conn->nfs, h->fh, verf);
+	return nfs3_file_commit(h->conn->nfs, h->fh3, verf);
 }
 
 static int settle_once(struct nfs_loc *loc, struct nfs_handle *h, bool commit, gint64 deadline);
@@ -443,15 +472,12 @@ ssize_t nfs_write_file(void *l, const struct ff_cred *cred, ff_fh *fhv, const vo
 			break;
 		if (h->append) {
 			struct stat st = { .st_size = 0 };
-			struct nfs_stat_64 s = { .nfs_size = 0 };
 
-			if (h->f4) {
+			if (h->f4)
 				rc = nfs4_file_getattr(h->conn, h->f4, &st);
-				off = st.st_size;
-			} else {
-				rc = nfs_sync_fstat64(h->conn->nfs, h->fh, &s);
-				off = (off_t)s.nfs_size;
-			}
+			else
+				rc = nfs3_getattr(h->conn->nfs, h->fh3, &st);
+			off = st.st_size;
 		}
 		if (rc == 0) {
 			handle_target(h, &t);
@@ -636,7 +662,7 @@ int nfs_release_file(void *l, ff_fh *fhv)
 				locks_give_back(loc, h);
 			if (h->f4) {
 				rc = nfs4_file_close(h->conn, h->f4);
-			} else {
+			} else if (h->fh) {
 				rc = nfs_close(h->conn->nfs, h->fh);
 				rc = rc < 0 ? nfs_map_error(h->conn->nfs, rc) : 0;
 			}
@@ -665,6 +691,8 @@ int nfs_release_file(void *l, ff_fh *fhv)
 		g_mutex_unlock(&loc->locks_lock);
 	}
 	ff_pathtree_unref(loc->tree, h->node);
+	if (h->fh3)
+		g_byte_array_free(h->fh3, TRUE);
 	g_mutex_clear(&h->lock);
 	g_free(h);
 	return rc;

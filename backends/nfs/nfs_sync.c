@@ -134,13 +134,6 @@ static int call_wait(struct nfs_context *nfs, struct sync_call *c, int queued)
 	return rc;
 }
 
-int nfs_sync_fstat64(struct nfs_context *nfs, struct nfsfh *fh, struct nfs_stat_64 *st)
-{
-	struct sync_call *c = call_new(SYNC_STRUCT, st, sizeof(*st));
-
-	return call_wait(nfs, c, nfs_fstat64_async(nfs, fh, call_cb, c));
-}
-
 int nfs_sync_statvfs(struct nfs_context *nfs, const char *path, struct statvfs *st)
 {
 	struct sync_call *c = call_new(SYNC_STRUCT, st, sizeof(*st));

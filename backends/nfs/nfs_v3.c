@@ -268,7 +268,7 @@ static int lookup1(struct nfs_context *nfs, const GByteArray *dir, const char *n
 	return rc;
 }
 
-static int getattr1(struct nfs_context *nfs, const GByteArray *fh, struct stat *st)
+int nfs3_getattr(struct nfs_context *nfs, const GByteArray *fh, struct stat *st)
 {
 	struct v3_call *c = g_new0(struct v3_call, 1);
 	GETATTR3args args;
@@ -357,7 +357,7 @@ again:
 		if (have && depth < names->len)
 			*st = cur;
 		else
-			rc = getattr1(nfs, fh, st);
+			rc = nfs3_getattr(nfs, fh, st);
 	}
 	g_free(key);
 	g_string_free(at, TRUE);
@@ -374,6 +374,15 @@ int nfs3_lstat(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, s
 
 	g_byte_array_free(fh, TRUE);
 	return rc;
+}
+
+GByteArray *nfs3_fh_of(struct nfsfh *fh)
+{
+	const struct libnfs_fh *lfh = (const struct libnfs_fh *)nfs_get_fh(fh);
+	GByteArray *out = g_byte_array_new();
+
+	g_byte_array_append(out, (const guint8 *)lfh->val, (guint)lfh->len);
+	return out;
 }
 
 /* The filehandle of `path` (below the mount). */
@@ -423,6 +432,81 @@ out_dirfh:
 	g_byte_array_free(dirfh, TRUE);
 out_fh:
 	g_byte_array_free(fh, TRUE);
+	return rc;
+}
+
+static void create_cb(struct rpc_context *rpc, int status, void *data, void *private_data)
+{
+	struct v3_call *c = private_data;
+	CREATE3res *res = data;
+	const CREATE3resok *ok;
+
+	if (!v3_call_status(c, status, data))
+		return;
+	if (res->status != NFS3_OK) {
+		c->err = nfs3_status_errno(res->status);
+		return;
+	}
+	ok = &res->CREATE3res_u.resok;
+	if (ok->obj.handle_follows)
+		g_byte_array_append(c->fh, (guint8 *)ok->obj.post_op_fh3_u.handle.data.data_val,
+				    ok->obj.post_op_fh3_u.handle.data.data_len);
+	if (ok->obj_attributes.attributes_follow) {
+		stat_from_fattr3(&ok->obj_attributes.post_op_attr_u.attributes, c->st);
+		c->have_st = true;
+	}
+}
+
+int nfs3_create(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, mode_t mode,
+		GByteArray **fhp, struct stat *st)
+{
+	char *dir = g_path_get_dirname(path), *name = g_path_get_basename(path);
+	GByteArray *dirfh = g_byte_array_new(), *fh = NULL;
+	struct v3_call *c = NULL;
+	CREATE3args args;
+	bool have_st = false;
+	int rc;
+
+	rc = walk(loc, nfs, dir, dirfh, NULL);
+	if (rc)
+		goto out;
+	memset(&args, 0, sizeof(args));
+	args.where.dir.data.data_len = dirfh->len;
+	args.where.dir.data.data_val = (char *)dirfh->data;
+	args.where.name = name;
+	args.how.mode = GUARDED; /* EEXIST for a name taken */
+	args.how.createhow3_u.obj_attributes.mode.set_it = 1;
+	args.how.createhow3_u.obj_attributes.mode.set_mode3_u.mode = mode & 07777;
+	c = g_new0(struct v3_call, 1);
+	c->fh = g_byte_array_new();
+	c->st = st;
+	if (rpc_nfs3_create_async(nfs_get_rpc_context(nfs), create_cb, &args, c) != 0) {
+		g_byte_array_free(c->fh, TRUE);
+		g_free(c);
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = v3_wait(nfs, c);
+	if (rc && !c->done)
+		goto out; /* abandoned: its callback frees it */
+	fh = g_steal_pointer(&c->fh);
+	have_st = c->have_st;
+	g_free(c);
+	if (rc)
+		goto out;
+	/* A server need not send the new file's handle and attributes: ask for what is missing */
+	if (fh->len == 0)
+		rc = lookup1(nfs, dirfh, name, fh, st, &have_st, nfs_call_deadline(nfs));
+	if (rc == 0 && !have_st)
+		rc = nfs3_getattr(nfs, fh, st);
+out:
+	if (rc == 0)
+		*fhp = g_steal_pointer(&fh);
+	if (fh)
+		g_byte_array_free(fh, TRUE);
+	g_byte_array_free(dirfh, TRUE);
+	g_free(dir);
+	g_free(name);
 	return rc;
 }
 
@@ -551,29 +635,26 @@ static int write_chunk(struct nfs_conn *conn, const struct nfs_wtarget *t, struc
 	return 0;
 }
 
-void nfs3_wtarget(struct nfs_conn *conn, struct nfsfh *fh, bool sync, struct nfs_wtarget *t)
+void nfs3_wtarget(struct nfs_conn *conn, const GByteArray *fh, bool sync, struct nfs_wtarget *t)
 {
-	const struct libnfs_fh *lfh = (const struct libnfs_fh *)nfs_get_fh(fh);
-
 	*t = (struct nfs_wtarget){
 		.send = write_chunk,
-		.fh = lfh->val,
-		.fhlen = (unsigned int)lfh->len,
+		.fh = (const char *)fh->data,
+		.fhlen = fh->len,
 		.sync = sync,
 		.chunk = conn->writemax,
 	};
 }
 
-int nfs3_file_commit(struct nfs_context *nfs, struct nfsfh *fh, char verf[NFS_VERF_SIZE])
+int nfs3_file_commit(struct nfs_context *nfs, const GByteArray *fh, char verf[NFS_VERF_SIZE])
 {
-	const struct libnfs_fh *lfh = (const struct libnfs_fh *)nfs_get_fh(fh);
 	struct v3_call *c;
 	COMMIT3args args;
 	int rc;
 
 	memset(&args, 0, sizeof(args));
-	args.file.data.data_len = (u_int)lfh->len;
-	args.file.data.data_val = lfh->val;
+	args.file.data.data_len = fh->len;
+	args.file.data.data_val = (char *)fh->data;
 	c = g_new0(struct v3_call, 1);
 	c->verf = verf;
 	if (rpc_nfs3_commit_async(nfs_get_rpc_context(nfs), commit_cb, &args, c) != 0) {
