@@ -82,8 +82,11 @@ static void ff_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	ff_ctx_end(&c);
 	ff_cred_put(&h);
 	ff_intr_end();
-	if (rc == -ENOENT) { /* negative entries are not cached: others may create it */
+	if (rc == -ENOENT) { /* kept absent for e.entry_timeout (ff_resolve_lookup()) */
+		double keep = e.entry_timeout;
+
 		memset(&e, 0, sizeof(e));
+		e.entry_timeout = keep;
 		fuse_reply_entry(req, &e);
 	} else if (rc < 0) {
 		ff_reply_err(req, rc);

@@ -534,16 +534,32 @@ int ff_resolve_found(const struct ff_ctx *c, struct ff_mount *mnt, ff_node *bnod
 	return 0;
 }
 
+/*
+ * How long the kernel may take a name a location does not have as absent. On a network
+ * location, as long as it takes a name it has as present (attr-timeout): the kernel's NFS client
+ * keeps such names too. It saves a round trip to the server for each file a program creates
+ * after looking for it (git's checkout, make, an editor's backup). Created through the mount,
+ * the name shows at once; created by others, once the timeout has passed, as their other changes
+ * do. A local location's names are not kept absent: its watch would have to tell every
+ * creation in time, and a lookup there costs little.
+ */
+static double negative_timeout(const struct ff_mount *mnt)
+{
+	return (mnt->be->caps & FF_CAP_LOCAL) ? 0 : mnt->attr_timeout;
+}
+
 int ff_resolve_lookup(const struct ff_ctx *c, struct ff_inode *parent, const char *name,
 		      struct fuse_entry_param *e)
 {
 	const struct ff_ns_node *dir, *node;
+	double absent = 0; /* how long an absent name is kept so */
 	bool in_tree;
 	struct ff_target t;
 	ff_node *bnode;
 	struct stat st;
 	int rc;
 
+	memset(e, 0, sizeof(*e));
 	if (ff_control_is_control(parent->ino) ||
 	    (parent->ino == FF_INO_ROOT && strcmp(name, FF_CONTROL_NAME) == 0))
 		return ff_control_lookup(c->s, parent->ino, name, e);
@@ -567,8 +583,12 @@ int ff_resolve_lookup(const struct ff_ctx *c, struct ff_inode *parent, const cha
 	rc = lookup_backend(c, &t, name, &bnode, &st);
 	if (rc == 0)
 		rc = ff_resolve_found(c, t.mnt, bnode, &st, in_tree, e, NULL);
+	else if (rc == -ENOENT)
+		absent = negative_timeout(t.mnt);
 out_put:
 	ff_target_put(c->s, &t);
+	if (rc == -ENOENT)
+		e->entry_timeout = absent;
 	return rc;
 }
 

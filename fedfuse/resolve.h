@@ -34,7 +34,8 @@ void ff_ctx_end(struct ff_ctx *c);
 int ff_target_get(const struct ff_ctx *c, struct ff_inode *inode, struct ff_target *t);
 void ff_target_put(struct ff_state *s, struct ff_target *t);
 
-/* Look up `name` in `parent`; on success fills `e` (and counts one kernel lookup). */
+/* Look up `name` in `parent`; on success fills `e` (and counts one kernel lookup). On -ENOENT,
+ * e->entry_timeout tells how long the kernel may keep the name as absent (0: not at all). */
 int ff_resolve_lookup(const struct ff_ctx *c, struct ff_inode *parent, const char *name,
 		      struct fuse_entry_param *e);
 

@@ -630,6 +630,58 @@ def test_deep_paths_follow_directories_changed_on_the_server(servers, trees, mou
     assert read_file(os.path.join(r, deep, "f")) == b"fourth\n"
 
 
+def backend_lookups(mnt, where):
+    """The backend lookups of the location mounted at namespace path `where` so far."""
+    text = read_file(os.path.join(mnt, ".fedfuse", "stats")).decode()
+    block = re.search(r"^location " + re.escape(where) + r" .*?(?=^location |\Z)", text,
+                      re.M | re.S)
+    assert block, text
+    return int(re.search(r"^\s+lookup\s+calls=(\d+)", block.group(0), re.M).group(1))
+
+
+@pytest.mark.parametrize("kind", ["nfs3", "nfs4", "smb"])
+def test_absent_names_kept_for_attr_timeout(servers, trees, mount_factory, kind):
+    """A name the server does not have is kept absent by the kernel as long as a name it has
+    is kept present (attr-timeout): looking for it again meanwhile asks the server nothing, so
+    a program that looks for a file before creating it (git's checkout, make) pays one round
+    trip, not two. Created through the mount, the name is there at once; created by others on
+    the server, it shows once attr-timeout has passed."""
+    need_module(kind)
+    t = trees(servers.env, kind)
+    m = mount_factory(ns_text=ns_text([("/r", [t.uri], None)], attr_timeout="2"))
+    m.start()
+    r = os.path.join(m.mnt, "r")
+    os.listdir(r)
+    for attempt in range(3):  # both looks within attr-timeout (a loaded machine may stall)
+        name = os.path.join(r, f"absent{attempt}")
+        t0 = time.monotonic()
+        with pytest.raises(FileNotFoundError):
+            os.stat(name)
+        before = backend_lookups(m.mnt, "/r")
+        with pytest.raises(FileNotFoundError):
+            os.stat(name)
+        after = backend_lookups(m.mnt, "/r")
+        if time.monotonic() - t0 < 1.5:
+            break
+    assert after == before, f"{kind}: the absent name was asked for again"
+
+    # made on the server: shows once attr-timeout has passed
+    write_file(os.path.join(t.dir, os.path.basename(name)), b"made there\n")
+    assert poll(lambda: read_file(name) == b"made there\n", 2 + 8), (
+        f"{kind}: a name made on the server did not show (last error {poll.last_error!r})")
+
+    # made through the mount: there at once, and on the server
+    mine = os.path.join(r, "mine")
+    with pytest.raises(FileNotFoundError):
+        os.stat(mine)
+    write_file(mine, b"made here\n")
+    assert read_file(mine) == b"made here\n"
+    assert read_file(os.path.join(t.dir, "mine")) == b"made here\n"
+    os.mkdir(os.path.join(r, "dir"))  # and a directory, then a file in it
+    write_file(os.path.join(r, "dir", "f"), b"f\n")
+    assert sorted(os.listdir(os.path.join(r, "dir"))) == ["f"]
+
+
 # ---- replicas: failover and failback (issue 7, DESIGN §6) --------------------------------------
 
 @pytest.mark.parametrize("nfs_kind", ["nfs3", "nfs4"])
