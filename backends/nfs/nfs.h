@@ -326,13 +326,10 @@ ssize_t nfs_sync_pread(struct nfs_context *nfs, struct nfsfh *fh, uint64_t off, 
 int nfs_sync_opendir(struct nfs_context *nfs, const char *path, struct nfsdir **dir);
 /* *target: g_free() it. */
 int nfs_sync_readlink(struct nfs_context *nfs, const char *path, char **target);
-int nfs_sync_mkdir(struct nfs_context *nfs, const char *path, int mode);
 int nfs_sync_mknod(struct nfs_context *nfs, const char *path, int mode, int dev);
 int nfs_sync_symlink(struct nfs_context *nfs, const char *target, const char *path);
 int nfs_sync_link(struct nfs_context *nfs, const char *oldpath, const char *newpath);
 /* rmdir when `dir`, else unlink */
-int nfs_sync_remove(struct nfs_context *nfs, const char *path, bool dir);
-int nfs_sync_rename(struct nfs_context *nfs, const char *oldpath, const char *newpath);
 int nfs_sync_lchmod(struct nfs_context *nfs, const char *path, int mode);
 /* -1: leave as it is */
 int nfs_sync_lchown(struct nfs_context *nfs, const char *path, int uid, int gid);
@@ -446,6 +443,13 @@ void nfs3_time_clamp(struct timespec *ts);
  * up again. Its filehandle (g_byte_array) into *fhp, its attributes into `st`. */
 int nfs3_create(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, mode_t mode,
 		GByteArray **fhp, struct stat *st);
+/* MKDIR3 of `path` with `mode`, from the nearest kept directory; the new directory is kept. */
+int nfs3_mkdir(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, mode_t mode,
+	       struct stat *st);
+/* REMOVE3, or with `dir` RMDIR3, of `path`. */
+int nfs3_remove(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, bool dir);
+/* RENAME3 of `from` to `to`; what was kept below either is forgotten. */
+int nfs3_rename(struct nfs_loc *loc, struct nfs_context *nfs, const char *from, const char *to);
 /* GETATTR3 of a filehandle. */
 int nfs3_getattr(struct nfs_context *nfs, const GByteArray *fh, struct stat *st);
 /* A copy of the filehandle of a file libnfs opened. */

@@ -365,9 +365,11 @@ int nfs_mkdir_node(void *l, const struct ff_cred *cred, ff_node *parent, const c
 		rc = create_v4(&op, parent, name, path, S_IFDIR | (mode & 07777), 0, NULL, node,
 			       st);
 	} else {
-		rc = nfs_sync_mkdir(op.nfs, path, (int)(mode & 07777));
-		if (rc == 0)
-			rc = created(&op, parent, name, path, node, st);
+		rc = nfs3_mkdir(loc, op.nfs, path, mode, st);
+		if (rc == 0) {
+			*node = nfs_child_node(loc, parent, name);
+			nfs_node_seen(loc, *node, st);
+		}
 	}
 	nfs_op_end(&op, rc);
 	g_free(path);
@@ -462,9 +464,7 @@ static int remove_entry(struct nfs_loc *loc, const struct ff_cred *cred, ff_node
 		rc = nfs_op_end(&op, nfs4_remove(loc, op.nfs, full, dir));
 		g_free(full);
 	} else {
-		rc = nfs_op_end(&op, nfs_sync_remove(op.nfs, path, dir));
-		if (dir)
-			nfs_fhc_drop(loc->fhc, path, true);
+		rc = nfs_op_end(&op, nfs3_remove(loc, op.nfs, path, dir));
 	}
 	if (rc == 0)
 		ff_pathtree_unlink(loc->tree, nfs_pnode(parent), name);
@@ -511,11 +511,7 @@ int nfs_rename_node(void *l, const struct ff_cred *cred, ff_node *parent, const 
 		g_free(from);
 		g_free(to);
 	} else {
-		/* A directory renamed, or replaced by the rename, takes what is below it along
-		 * (whether the RENAME worked or not: it may have, unanswered). */
-		rc = nfs_sync_rename(op.nfs, oldpath, newpath);
-		nfs_fhc_drop(loc->fhc, oldpath, true);
-		nfs_fhc_drop(loc->fhc, newpath, true);
+		rc = nfs3_rename(loc, op.nfs, oldpath, newpath);
 	}
 	rc = nfs_op_end(&op, rc);
 	if (rc == 0)

@@ -178,13 +178,6 @@ int nfs_sync_readlink(struct nfs_context *nfs, const char *path, char **target)
 	return call_wait(nfs, c, nfs_readlink_async(nfs, path, call_cb, c));
 }
 
-int nfs_sync_mkdir(struct nfs_context *nfs, const char *path, int mode)
-{
-	struct sync_call *c = call_new(SYNC_NONE, NULL, 0);
-
-	return call_wait(nfs, c, nfs_mkdir2_async(nfs, path, mode, call_cb, c));
-}
-
 int nfs_sync_mknod(struct nfs_context *nfs, const char *path, int mode, int dev)
 {
 	struct sync_call *c = call_new(SYNC_NONE, NULL, 0);
@@ -204,22 +197,6 @@ int nfs_sync_link(struct nfs_context *nfs, const char *oldpath, const char *newp
 	struct sync_call *c = call_new(SYNC_NONE, NULL, 0);
 
 	return call_wait(nfs, c, nfs_link_async(nfs, oldpath, newpath, call_cb, c));
-}
-
-int nfs_sync_remove(struct nfs_context *nfs, const char *path, bool dir)
-{
-	struct sync_call *c = call_new(SYNC_NONE, NULL, 0);
-
-	return call_wait(nfs, c,
-			 dir ? nfs_rmdir_async(nfs, path, call_cb, c)
-			     : nfs_unlink_async(nfs, path, call_cb, c));
-}
-
-int nfs_sync_rename(struct nfs_context *nfs, const char *oldpath, const char *newpath)
-{
-	struct sync_call *c = call_new(SYNC_NONE, NULL, 0);
-
-	return call_wait(nfs, c, nfs_rename_async(nfs, oldpath, newpath, call_cb, c));
 }
 
 int nfs_sync_lchmod(struct nfs_context *nfs, const char *path, int mode)

@@ -132,15 +132,16 @@ static void getattr_cb(struct rpc_context *rpc, int status, void *data, void *pr
 	c->have_st = true;
 }
 
-static void link_cb(struct rpc_context *rpc, int status, void *data, void *private_data)
+/* For calls whose reply matters by its status alone: every *3res begins with it. */
+static void status_cb(struct rpc_context *rpc, int status, void *data, void *private_data)
 {
 	struct v3_call *c = private_data;
-	LINK3res *res = data;
+	const nfsstat3 *res = data;
 
 	if (!v3_call_status(c, status, data))
 		return;
-	if (res->status != NFS3_OK)
-		c->err = nfs3_status_errno(res->status);
+	if (*res != NFS3_OK)
+		c->err = nfs3_status_errno(*res);
 }
 
 static void setattr_cb(struct rpc_context *rpc, int status, void *data, void *private_data)
@@ -191,6 +192,21 @@ static int v3_wait_until(struct nfs_context *nfs, struct v3_call *c, gint64 dead
 static int v3_wait(struct nfs_context *nfs, struct v3_call *c)
 {
 	return v3_wait_until(nfs, c, nfs_call_deadline(nfs));
+}
+
+/* Wait for a call without a filehandle to bring, queued with `queued`; its error. */
+static int call_wait(struct nfs_context *nfs, struct v3_call *c, int queued)
+{
+	int rc;
+
+	if (queued != 0) {
+		g_free(c);
+		return -ENOMEM;
+	}
+	rc = v3_wait(nfs, c);
+	if (!(rc && !c->done)) /* else abandoned: its callback frees it */
+		g_free(c);
+	return rc;
 }
 
 #define STALE_PROBE_USEC G_USEC_PER_SEC
@@ -272,21 +288,13 @@ int nfs3_getattr(struct nfs_context *nfs, const GByteArray *fh, struct stat *st)
 {
 	struct v3_call *c = g_new0(struct v3_call, 1);
 	GETATTR3args args;
-	int rc;
 
 	c->st = st;
 	memset(&args, 0, sizeof(args));
 	args.object.data.data_len = fh->len;
 	args.object.data.data_val = (char *)fh->data;
-	if (rpc_nfs3_getattr_async(nfs_get_rpc_context(nfs), getattr_cb, &args, c) != 0) {
-		g_free(c);
-		return -ENOMEM;
-	}
-	rc = v3_wait(nfs, c);
-	if (rc && !c->done)
-		return rc; /* abandoned: its callback frees it */
-	g_free(c);
-	return rc;
+	return call_wait(nfs, c,
+			 rpc_nfs3_getattr_async(nfs_get_rpc_context(nfs), getattr_cb, &args, c));
 }
 
 /*
@@ -420,67 +428,89 @@ int nfs3_link(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, co
 	args.link.dir.data.data_val = (char *)dirfh->data;
 	args.link.name = (char *)newname;
 	c = g_new0(struct v3_call, 1);
-	if (rpc_nfs3_link_async(nfs_get_rpc_context(nfs), link_cb, &args, c) != 0) {
-		g_free(c);
-		rc = -ENOMEM;
-		goto out_dirfh;
-	}
-	rc = v3_wait(nfs, c);
-	if (!(rc && !c->done)) /* else abandoned: its callback frees it */
-		g_free(c);
-out_dirfh:
+	rc = call_wait(nfs, c, rpc_nfs3_link_async(nfs_get_rpc_context(nfs), status_cb, &args, c));
 	g_byte_array_free(dirfh, TRUE);
 out_fh:
 	g_byte_array_free(fh, TRUE);
 	return rc;
 }
 
-static void create_cb(struct rpc_context *rpc, int status, void *data, void *private_data)
+/* What a CREATE3 or MKDIR3 says of the object it made, where the server said it. */
+static void made(struct v3_call *c, const post_op_fh3 *fh, const post_op_attr *attr)
 {
-	struct v3_call *c = private_data;
-	CREATE3res *res = data;
-	const CREATE3resok *ok;
-
-	if (!v3_call_status(c, status, data))
-		return;
-	if (res->status != NFS3_OK) {
-		c->err = nfs3_status_errno(res->status);
-		return;
-	}
-	ok = &res->CREATE3res_u.resok;
-	if (ok->obj.handle_follows)
-		g_byte_array_append(c->fh, (guint8 *)ok->obj.post_op_fh3_u.handle.data.data_val,
-				    ok->obj.post_op_fh3_u.handle.data.data_len);
-	if (ok->obj_attributes.attributes_follow) {
-		stat_from_fattr3(&ok->obj_attributes.post_op_attr_u.attributes, c->st);
+	if (fh->handle_follows)
+		g_byte_array_append(c->fh, (guint8 *)fh->post_op_fh3_u.handle.data.data_val,
+				    fh->post_op_fh3_u.handle.data.data_len);
+	if (attr->attributes_follow) {
+		stat_from_fattr3(&attr->post_op_attr_u.attributes, c->st);
 		c->have_st = true;
 	}
 }
 
-int nfs3_create(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, mode_t mode,
-		GByteArray **fhp, struct stat *st)
+static void create_cb(struct rpc_context *rpc, int status, void *data, void *private_data)
 {
-	char *dir = g_path_get_dirname(path), *name = g_path_get_basename(path);
-	GByteArray *dirfh = g_byte_array_new(), *fh = NULL;
-	struct v3_call *c = NULL;
-	CREATE3args args;
-	bool have_st = false;
-	int rc;
+	struct v3_call *c = private_data;
+	CREATE3res *res = data;
 
-	rc = walk(loc, nfs, dir, dirfh, NULL);
+	if (!v3_call_status(c, status, data))
+		return;
+	if (res->status != NFS3_OK)
+		c->err = nfs3_status_errno(res->status);
+	else
+		made(c, &res->CREATE3res_u.resok.obj, &res->CREATE3res_u.resok.obj_attributes);
+}
+
+static void mkdir_cb(struct rpc_context *rpc, int status, void *data, void *private_data)
+{
+	struct v3_call *c = private_data;
+	MKDIR3res *res = data;
+
+	if (!v3_call_status(c, status, data))
+		return;
+	if (res->status != NFS3_OK)
+		c->err = nfs3_status_errno(res->status);
+	else
+		made(c, &res->MKDIR3res_u.resok.obj, &res->MKDIR3res_u.resok.obj_attributes);
+}
+
+/* CREATE3 (GUARDED) or MKDIR3 of `path` with `mode`: its filehandle into *fhp, its attributes
+ * into `st`. */
+static int make(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, bool dir,
+		mode_t mode, GByteArray **fhp, struct stat *st)
+{
+	char *dirpath = g_path_get_dirname(path), *name = g_path_get_basename(path);
+	GByteArray *dirfh = g_byte_array_new(), *fh = NULL;
+	struct rpc_context *rpc = nfs_get_rpc_context(nfs);
+	sattr3 attr = { .mode = { .set_it = 1, .set_mode3_u.mode = mode & 07777 } };
+	struct v3_call *c;
+	bool have_st = false;
+	int rc, queued;
+
+	rc = walk(loc, nfs, dirpath, dirfh, NULL);
 	if (rc)
 		goto out;
-	memset(&args, 0, sizeof(args));
-	args.where.dir.data.data_len = dirfh->len;
-	args.where.dir.data.data_val = (char *)dirfh->data;
-	args.where.name = name;
-	args.how.mode = GUARDED; /* EEXIST for a name taken */
-	args.how.createhow3_u.obj_attributes.mode.set_it = 1;
-	args.how.createhow3_u.obj_attributes.mode.set_mode3_u.mode = mode & 07777;
 	c = g_new0(struct v3_call, 1);
 	c->fh = g_byte_array_new();
 	c->st = st;
-	if (rpc_nfs3_create_async(nfs_get_rpc_context(nfs), create_cb, &args, c) != 0) {
+	if (dir) {
+		MKDIR3args args = {
+			.where = { .dir = { .data = { dirfh->len, (char *)dirfh->data } },
+				   .name = name },
+			.attributes = attr
+		};
+
+		queued = rpc_nfs3_mkdir_async(rpc, mkdir_cb, &args, c);
+	} else {
+		CREATE3args args = {
+			.where = { .dir = { .data = { dirfh->len, (char *)dirfh->data } },
+				   .name = name },
+			.how = { .mode = GUARDED, /* EEXIST for a name taken */
+				 .createhow3_u.obj_attributes = attr }
+		};
+
+		queued = rpc_nfs3_create_async(rpc, create_cb, &args, c);
+	}
+	if (queued != 0) {
 		g_byte_array_free(c->fh, TRUE);
 		g_free(c);
 		rc = -ENOMEM;
@@ -494,7 +524,7 @@ int nfs3_create(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, 
 	g_free(c);
 	if (rc)
 		goto out;
-	/* A server need not send the new file's handle and attributes: ask for what is missing */
+	/* A server need not send the new object's handle and attributes: ask for what is missing */
 	if (fh->len == 0)
 		rc = lookup1(nfs, dirfh, name, fh, st, &have_st, nfs_call_deadline(nfs));
 	if (rc == 0 && !have_st)
@@ -505,8 +535,95 @@ out:
 	if (fh)
 		g_byte_array_free(fh, TRUE);
 	g_byte_array_free(dirfh, TRUE);
-	g_free(dir);
+	g_free(dirpath);
 	g_free(name);
+	return rc;
+}
+
+int nfs3_create(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, mode_t mode,
+		GByteArray **fhp, struct stat *st)
+{
+	return make(loc, nfs, path, false, mode, fhp, st);
+}
+
+int nfs3_mkdir(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, mode_t mode,
+	       struct stat *st)
+{
+	GByteArray *fh;
+	int rc = make(loc, nfs, path, true, mode, &fh, st);
+
+	if (rc == 0) {
+		nfs_fhc_put(loc->fhc, path, fh->data, fh->len, 0);
+		g_byte_array_free(fh, TRUE);
+	}
+	return rc;
+}
+
+int nfs3_remove(struct nfs_loc *loc, struct nfs_context *nfs, const char *path, bool dir)
+{
+	char *dirpath = g_path_get_dirname(path), *name = g_path_get_basename(path);
+	GByteArray *dirfh = g_byte_array_new();
+	struct rpc_context *rpc = nfs_get_rpc_context(nfs);
+	diropargs3 what;
+	int rc;
+
+	rc = walk(loc, nfs, dirpath, dirfh, NULL);
+	if (rc == 0) {
+		struct v3_call *c = g_new0(struct v3_call, 1);
+
+		what = (diropargs3){ .dir = { .data = { dirfh->len, (char *)dirfh->data } },
+				     .name = name };
+		if (dir) {
+			RMDIR3args args = { .object = what };
+
+			rc = call_wait(nfs, c, rpc_nfs3_rmdir_async(rpc, status_cb, &args, c));
+		} else {
+			REMOVE3args args = { .object = what };
+
+			rc = call_wait(nfs, c, rpc_nfs3_remove_async(rpc, status_cb, &args, c));
+		}
+	}
+	if (dir)
+		nfs_fhc_drop(loc->fhc, path, true);
+	g_byte_array_free(dirfh, TRUE);
+	g_free(dirpath);
+	g_free(name);
+	return rc;
+}
+
+int nfs3_rename(struct nfs_loc *loc, struct nfs_context *nfs, const char *from, const char *to)
+{
+	char *fromdir = g_path_get_dirname(from), *fromname = g_path_get_basename(from);
+	char *todir = g_path_get_dirname(to), *toname = g_path_get_basename(to);
+	GByteArray *fromfh = g_byte_array_new(), *tofh = g_byte_array_new();
+	int rc;
+
+	rc = walk(loc, nfs, fromdir, fromfh, NULL);
+	if (rc == 0)
+		rc = walk(loc, nfs, todir, tofh, NULL);
+	if (rc == 0) {
+		struct v3_call *c = g_new0(struct v3_call, 1);
+		RENAME3args args = {
+			.from = { .dir = { .data = { fromfh->len, (char *)fromfh->data } },
+				  .name = fromname },
+			.to = { .dir = { .data = { tofh->len, (char *)tofh->data } },
+				.name = toname },
+		};
+
+		rc = call_wait(nfs, c,
+			       rpc_nfs3_rename_async(nfs_get_rpc_context(nfs), status_cb, &args,
+						     c));
+	}
+	/* A directory renamed, or replaced by the rename, takes what is below it along (whether
+	 * the RENAME3 worked or not: it may have, unanswered). */
+	nfs_fhc_drop(loc->fhc, from, true);
+	nfs_fhc_drop(loc->fhc, to, true);
+	g_byte_array_free(fromfh, TRUE);
+	g_byte_array_free(tofh, TRUE);
+	g_free(fromdir);
+	g_free(fromname);
+	g_free(todir);
+	g_free(toname);
 	return rc;
 }
 
@@ -650,19 +767,12 @@ int nfs3_file_commit(struct nfs_context *nfs, const GByteArray *fh, char verf[NF
 {
 	struct v3_call *c;
 	COMMIT3args args;
-	int rc;
 
 	memset(&args, 0, sizeof(args));
 	args.file.data.data_len = fh->len;
 	args.file.data.data_val = (char *)fh->data;
 	c = g_new0(struct v3_call, 1);
 	c->verf = verf;
-	if (rpc_nfs3_commit_async(nfs_get_rpc_context(nfs), commit_cb, &args, c) != 0) {
-		g_free(c);
-		return -ENOMEM;
-	}
-	rc = v3_wait(nfs, c);
-	if (!(rc && !c->done)) /* else abandoned: its callback frees it */
-		g_free(c);
-	return rc;
+	return call_wait(nfs, c,
+			 rpc_nfs3_commit_async(nfs_get_rpc_context(nfs), commit_cb, &args, c));
 }
