@@ -21,6 +21,7 @@ import pytest
 
 from conftest import SRCDIR, read_servers_env, run_daemon
 from posix_util import User, as_user
+from posix_util import users_fixture  # noqa: F401 (fixtures)
 from util import namespace_text, wait_until
 
 SHARED = read_servers_env()
@@ -249,10 +250,11 @@ def kinit(dc, user, principal, ccache):
 
 
 @pytest.fixture
-def krb(addc, mount_factory, request):
+def krb(addc, mount_factory, request, users):
     """A mount of the DC's share with sec=krb5, run in the DC's network namespace, the ticket
     caches in a directory of the test (krb5-ccache=): ONE holds alice's tickets, TWO bob's,
-    fedfusetest3 none. Returns (mount, the share's folder, the caches' folder)."""
+    users["b"] (posix_util.USER_B, created here when missing) none. Returns (mount, the share's
+    folder, the caches' folder)."""
     # where each user may make their own (the test's folder is root's alone)
     caches = pathlib.Path(tempfile.mkdtemp(prefix="fedfuse-krb5cc-"))
     request.addfinalizer(lambda: shutil.rmtree(caches, ignore_errors=True))
@@ -304,12 +306,12 @@ def test_kerberos_each_user_with_own_ticket(krb, addc):
     assert users == {str(alice_id), str(bob_id)}, out
 
 
-def test_kerberos_without_ticket_refused(krb, addc):
+def test_kerberos_without_ticket_refused(krb, addc, users):
     """A caller without a ticket cache, root included, gets EACCES, and the log says where the
     daemon looked; so does one whose cache is a symlink to another user's, or not theirs. A
     ticket got afterwards is taken at a later logon (a refusal is remembered for 2 s)."""
     m, d, caches = krb
-    three = User("fedfusetest3")
+    three = users["b"]
     mine = caches / f"krb5cc_{three.uid}"
 
     def refused(why):
