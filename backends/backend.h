@@ -41,7 +41,7 @@
 #include <fcntl.h>
 
 #define FF_BACKEND_ABI_MAJOR 4 /* incompatible changes bump this; the core refuses others */
-#define FF_BACKEND_ABI_MINOR 8 /* compatible additions (new ops at the end) bump this */
+#define FF_BACKEND_ABI_MINOR 9 /* compatible additions (new ops at the end) bump this */
 #define FF_BACKEND_SYMBOL "fedfuse_backend"
 
 /* An object (file, directory, symlink, ...) inside a location, as the backend represents it.
@@ -101,11 +101,16 @@ struct ff_location_spec {
 	 * not yet acknowledged by the server; 0: none (every write() waits for the server); -1:
 	 * not given, the backend's default. Backends without a server (file) ignore it. */
 	int write_behind;
+	/* read-ahead= (ABI minor 9): MiB per open file a backend may read ahead of a sequential
+	 * reader; 0: none; -1: not given, the backend's default. */
+	int read_ahead;
 };
 
 #define FF_KRB5_CCACHE "/tmp/krb5cc_%U" /* where a user's tickets are unless krb5-ccache= says */
 #define FF_WRITE_BEHIND_DEFAULT 8	/* MiB per open file, unless write-behind= says */
 #define FF_WRITE_BEHIND_MAX 1024	/* MiB: the most write-behind= may give */
+#define FF_READ_AHEAD_DEFAULT 4		/* MiB per open file, unless read-ahead= says */
+#define FF_READ_AHEAD_MAX 64		/* MiB: the most read-ahead= may give */
 
 /* The caller of an operation, from the FUSE request. */
 struct ff_cred {
@@ -399,7 +404,9 @@ struct ff_backend_ops {
 	 * only at the end of the file) and stays valid until read_done(loc, fh, *ref), which the
 	 * core calls once the reply is sent. Returns their number, or -EAGAIN when the backend
 	 * holds nothing for this request: the core calls read() then. May wait for data being
-	 * read already. */
+	 * read already. Once the kernel has the reply, the file may be closed: release() of `fh`
+	 * may run before read_done() (a backend whose held data belongs to the handle makes its
+	 * release wait for it). */
 	ssize_t (*read_held)(void *loc, ff_fh *fh, size_t size, off_t off, const void **data,
 			     void **ref);
 	void (*read_done)(void *loc, ff_fh *fh, void *ref);

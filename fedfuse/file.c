@@ -241,8 +241,14 @@ static void do_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	/* a local file is never held: read() below */
 	n = f->fd >= 0 ? -EAGAIN : ff_gw_read_held(f->mnt, f->fh, size, off, &held, &ref);
 	if (n >= 0) { /* read ahead by the backend: sent from where it is */
+		struct ff_mount *m = f->mnt;
+		ff_fh *fh = f->fh;
+
+		/* Once the kernel has the reply, the reader may close the file and another thread
+		 * free `f` (not the backend's handle: its release waits for read_done() or the
+		 * held data outlives it) while this one's writev returns. */
 		fuse_reply_buf(req, held, n);
-		ff_gw_read_done(f->mnt, f->fh, ref);
+		ff_gw_read_done(m, fh, ref);
 		return;
 	}
 	if (n == -EAGAIN)

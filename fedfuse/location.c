@@ -296,6 +296,7 @@ bool ff_location_parse(const char *uri, struct ff_location *loc, char **msg)
 	loc->spec.file_mode = FF_DEFAULT_FILE_MODE;
 	loc->spec.dir_mode = FF_DEFAULT_DIR_MODE;
 	loc->spec.write_behind = -1;
+	loc->spec.read_ahead = -1;
 	g_bytes_unref(bytes);
 	g_free(scheme);
 	g_free(path);

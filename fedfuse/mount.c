@@ -81,13 +81,15 @@ static gpointer connector(gpointer data)
 						      ? " with user-credentials"
 						      : "",
 					      be->abi_minor);
-		} else if (m->loc.spec.write_behind >= 0 && be->abi_minor < 7u) {
+		} else if ((m->loc.spec.write_behind >= 0 && be->abi_minor < 7u) ||
+			   (m->loc.spec.read_ahead >= 0 && be->abi_minor < 9u)) {
 			/* it would not know the namespace's bound, and hold back what it
 			 * pleases (or nothing where write-behind=0 asked for nothing) */
 			rc = -EOPNOTSUPP;
-			msg = g_strdup_printf("%s: its backend module predates write-behind= "
-					      "(ABI minor %u)",
-					      m->loc.spec.uri, be->abi_minor);
+			msg = g_strdup_printf("%s: its backend module predates %s= (ABI minor %u)",
+					      m->loc.spec.uri,
+					      be->abi_minor < 7u ? "write-behind" : "read-ahead",
+					      be->abi_minor);
 		} else {
 			rc = ff_gw_mount(m, notify, &ctx, &msg);
 		}
@@ -306,14 +308,15 @@ void ff_mounts_free(struct ff_mounts *mounts)
 /* Everything that changes how a location is reached makes it a different mount. */
 static char *mount_key(const char *ns_path, const struct ff_location_spec *s, double attr_timeout)
 {
-	return g_strdup_printf("%s|%s|%g|%g|%d|%d|%s|%d:%u|%d:%u|%o|%o|%d|%s|%s|%d|%s|%d",
+	return g_strdup_printf("%s|%s|%g|%g|%d|%d|%s|%d:%u|%d:%u|%o|%o|%d|%s|%s|%d|%s|%d|%d",
 			       ns_path ? ns_path : "junction", s->uri, attr_timeout, s->timeout,
 			       s->read_only, s->watch, s->credentials ? s->credentials : "",
 			       s->uid_set, (unsigned)s->uid, s->gid_set, (unsigned)s->gid,
 			       (unsigned)s->file_mode, (unsigned)s->dir_mode, s->per_user,
 			       s->credentials_dir ? s->credentials_dir : "",
 			       s->user_credentials ? s->user_credentials : "", s->krb5,
-			       s->krb5_ccache ? s->krb5_ccache : "", s->write_behind);
+			       s->krb5_ccache ? s->krb5_ccache : "", s->write_behind,
+			       s->read_ahead);
 }
 
 /* Deep copy of a location: the namespace that owns the original may be freed by a reload. */
@@ -368,6 +371,7 @@ struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 		spec.krb5_ccache = parent->loc.spec.krb5_ccache;
 		/* and its writes are held back as the referral's are */
 		spec.write_behind = parent->loc.spec.write_behind;
+		spec.read_ahead = parent->loc.spec.read_ahead;
 	}
 	key = mount_key(ns_path, &spec, attr_timeout);
 
@@ -410,6 +414,7 @@ struct ff_mount *ff_mounts_get(struct ff_mounts *mounts, const char *ns_path,
 		m->loc.spec.krb5_ccache = g_strdup(spec.krb5_ccache);
 	}
 	m->loc.spec.write_behind = spec.write_behind;
+	m->loc.spec.read_ahead = spec.read_ahead;
 	m->loc.spec.attr_timeout = attr_timeout;
 	g_mutex_init(&m->lock);
 	g_cond_init(&m->connected);

@@ -66,29 +66,16 @@ struct spec_opts {
 };
 
 static const char *const settings_keys[] = {
-	"junction-cache-ttl", "attr-timeout", "timeout", "watch",
-	"nsdb-stale-grace",   "write-behind", NULL,
+	"junction-cache-ttl", "attr-timeout", "timeout",    "watch",
+	"nsdb-stale-grace",   "write-behind", "read-ahead", NULL,
 };
 static const char *const nsdb_keys[] = { "security", "ca-file", "replicas", NULL };
 static const char *const referral_keys[] = {
-	"locations",
-	"read-only",
-	"timeout",
-	"attr-timeout",
-	"credentials",
-	"on-unreachable",
-	"uid",
-	"gid",
-	"file-mode",
-	"dir-mode",
-	"watch",
-	"identity",
-	"credentials-dir",
-	"user-credentials",
-	"sec",
-	"krb5-ccache",
-	"write-behind",
-	NULL,
+	"locations",	   "read-only",	       "timeout", "attr-timeout",
+	"credentials",	   "on-unreachable",   "uid",	  "gid",
+	"file-mode",	   "dir-mode",	       "watch",	  "identity",
+	"credentials-dir", "user-credentials", "sec",	  "krb5-ccache",
+	"write-behind",	   "read-ahead",       NULL,
 };
 
 static bool fail(struct loader *ld, int code, int line, const char *fmt, ...) G_GNUC_PRINTF(4, 5);
@@ -467,16 +454,15 @@ static bool parse_seconds(struct loader *ld, const struct scan_key *k, const cha
 	return true;
 }
 
-/* write-behind=: whole MiB from 0 to FF_WRITE_BEHIND_MAX, in plain decimal digits. */
-static bool parse_write_behind(struct loader *ld, const struct scan_key *k, const char *v, int *out)
+/* write-behind= and read-ahead=: whole MiB from 0 to `max`, in plain decimal digits. */
+static bool parse_mib(struct loader *ld, const struct scan_key *k, const char *v, int max, int *out)
 {
 	guint64 n = 0;
 
 	if (v[0] == '\0' || strspn(v, "0123456789") != strlen(v) ||
-	    !g_ascii_string_to_unsigned(v, 10, 0, FF_WRITE_BEHIND_MAX, &n, NULL))
+	    !g_ascii_string_to_unsigned(v, 10, 0, (guint64)max, &n, NULL))
 		return fail(ld, G_KEY_FILE_ERROR_INVALID_VALUE, k->line,
-			    "%s: '%s' is not a whole number of MiB from 0 to %d", k->name, v,
-			    FF_WRITE_BEHIND_MAX);
+			    "%s: '%s' is not a whole number of MiB from 0 to %d", k->name, v, max);
 	*out = (int)n;
 	return true;
 }
@@ -787,7 +773,9 @@ static bool load_settings(struct loader *ld, const struct scan_group *g)
 		else if (strcmp(k->name, "nsdb-stale-grace") == 0)
 			ok = parse_seconds(ld, k, v, true, &ns->nsdb_stale_grace);
 		else if (strcmp(k->name, "write-behind") == 0)
-			ok = parse_write_behind(ld, k, v, &ns->write_behind);
+			ok = parse_mib(ld, k, v, FF_WRITE_BEHIND_MAX, &ns->write_behind);
+		else if (strcmp(k->name, "read-ahead") == 0)
+			ok = parse_mib(ld, k, v, FF_READ_AHEAD_MAX, &ns->read_ahead);
 		else
 			ok = parse_seconds(ld, k, v, false, &ns->timeout);
 		g_free(v);
@@ -813,7 +801,9 @@ static bool referral_key(struct loader *ld, const struct scan_key *k, const char
 	if (strcmp(name, "attr-timeout") == 0)
 		return parse_seconds(ld, k, v, true, &r->attr_timeout);
 	if (strcmp(name, "write-behind") == 0)
-		return parse_write_behind(ld, k, v, &r->write_behind);
+		return parse_mib(ld, k, v, FF_WRITE_BEHIND_MAX, &r->write_behind);
+	if (strcmp(name, "read-ahead") == 0)
+		return parse_mib(ld, k, v, FF_READ_AHEAD_MAX, &r->read_ahead);
 	if (strcmp(name, "file-mode") == 0)
 		return parse_mode(ld, k, v, &o->file_mode);
 	if (strcmp(name, "dir-mode") == 0)
@@ -907,6 +897,7 @@ static bool finish_locations(struct loader *ld, struct ff_referral *r, const str
 		spec->krb5 = r->krb5;
 		spec->krb5_ccache = r->krb5_ccache;
 		spec->write_behind = r->write_behind;
+		spec->read_ahead = r->read_ahead;
 		if (!ld->check)
 			continue;
 		rc = ld->check(spec, ld->check_data, &msg);
@@ -952,6 +943,7 @@ static bool load_referral(struct loader *ld, const struct scan_group *g)
 	r->attr_timeout = ld->ns->attr_timeout;
 	r->watch = ld->ns->watch;
 	r->write_behind = ld->ns->write_behind;
+	r->read_ahead = ld->ns->read_ahead;
 	r->on_unreachable = FF_UNREACHABLE_ERROR;
 	g_ptr_array_add(ld->ns->referrals, r); /* the namespace frees it, also on error */
 
@@ -1125,6 +1117,7 @@ static struct ff_namespace *namespace_new(const char *file)
 	ns->timeout = FF_DEFAULT_TIMEOUT;
 	ns->watch = true;
 	ns->write_behind = -1;
+	ns->read_ahead = -1;
 	ns->nsdb_stale_grace = FF_NSDB_STALE_GRACE;
 	ns->nsdbs = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, ff_nsdb_conf_free);
 	ns->referrals = g_ptr_array_new_with_free_func(referral_free);

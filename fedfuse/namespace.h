@@ -30,6 +30,7 @@ struct ff_referral {
 	bool krb5;		/* sec=krb5 (implies per_user) */
 	char *krb5_ccache;	/* krb5-ccache=, or NULL */
 	int write_behind;	/* write-behind= in MiB, or -1: not given */
+	int read_ahead;		/* read-ahead= in MiB, or -1: not given */
 	int line;		/* line of the [group] */
 };
 
@@ -52,6 +53,7 @@ struct ff_namespace {
 	double timeout;		   /* seconds */
 	bool watch;		   /* referrals' default */
 	int write_behind;	   /* referrals' default (MiB), or -1: not given */
+	int read_ahead;		   /* referrals' default (MiB), or -1: not given */
 	double nsdb_stale_grace;   /* seconds an NSDB answer serves past its TTL when no
 				    * server answers */
 	GHashTable *nsdbs;	   /* "host:port" -> struct ff_nsdb_conf * ([nsdb ...] groups) */

@@ -242,6 +242,8 @@ static void describe_node(GString *out, const struct ff_ns_node *node)
 					       r->krb5_ccache ? r->krb5_ccache : FF_KRB5_CCACHE);
 		if (r->write_behind >= 0)
 			g_string_append_printf(out, " write-behind=%d", r->write_behind);
+		if (r->read_ahead >= 0)
+			g_string_append_printf(out, " read-ahead=%d", r->read_ahead);
 		if (spec->uid_set)
 			g_string_append_printf(out, " uid=%u", (unsigned int)spec->uid);
 		if (spec->gid_set)
@@ -289,6 +291,8 @@ char *ff_namespace_describe(const struct ff_namespace *ns)
 	g_string_append_c(out, '\n');
 	if (ns->write_behind >= 0)
 		g_string_append_printf(out, "write-behind=%d\n", ns->write_behind);
+	if (ns->read_ahead >= 0)
+		g_string_append_printf(out, "read-ahead=%d\n", ns->read_ahead);
 	describe_nsdbs(out, ns);
 	describe_node(out, ns->root);
 	return g_string_free(out, FALSE);

@@ -263,6 +263,7 @@ static GPtrArray *locations_of(GPtrArray *uris, const struct ff_location *fsn)
 		spec->krb5 = fsn->spec.krb5;
 		spec->krb5_ccache = fsn->spec.krb5_ccache;
 		spec->write_behind = fsn->spec.write_behind;
+		spec->read_ahead = fsn->spec.read_ahead;
 		spec->uid_set = fsn->spec.uid_set;
 		spec->uid = fsn->spec.uid;
 		spec->gid_set = fsn->spec.gid_set;

@@ -364,6 +364,8 @@ static int nfs_mount_loc(const struct ff_location_spec *spec, const struct ff_no
 		g_hash_table_new_full(nfs_lockref_hash, nfs_lockref_equal, nfs_lockref_free, NULL);
 	loc->wb_bytes = (spec->write_behind < 0 ? FF_WRITE_BEHIND_DEFAULT : spec->write_behind)
 			<< 20;
+	loc->ra_bytes = (uint64_t)(spec->read_ahead < 0 ? FF_READ_AHEAD_DEFAULT : spec->read_ahead)
+			<< 20;
 	g_mutex_init(&loc->wb_lock);
 	loc->wb_files = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)g_ptr_array_unref);
 	nfs_pool_init(loc);
@@ -436,6 +438,8 @@ static const struct ff_backend_ops nfs_ops = {
 	.open = nfs_open_file,
 	.create = nfs_create_file,
 	.read = nfs_read_file,
+	.read_held = nfs_read_held,
+	.read_done = nfs_read_done,
 	.write = nfs_write_file,
 	.flush = nfs_flush_file,
 	.fsync = nfs_fsync_file,

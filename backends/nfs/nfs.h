@@ -71,10 +71,8 @@ struct nfs_conn {
 	bool suspect;	   /* a sync call quit its loop on nfs_service() failure (conn_free) */
 	gint64 idle_since; /* monotonic µs */
 	uint64_t readmax, writemax;
-	/* Under pool.lock: the struct nfsfh * that file handles left here unclosed (the context
-	 * was retired), freed with it; and, NFSv4 only, struct ff_pathnode * -> how many file
-	 * handles have that file open on this context. */
-	GSList *orphans;
+	/* Under pool.lock, NFSv4 only: struct ff_pathnode * -> how many file handles have that
+	 * file open on this context. */
 	GHashTable *opens;
 	struct nfs4_client *v4client; /* NFSv4 OPEN state of our own (nfs_v4_file.c), or NULL */
 };
@@ -110,6 +108,8 @@ struct nfs_loc {
 	GMutex wb_lock;		      /* guards: */
 	GHashTable *wb_files;	      /* struct ff_pathnode * -> GPtrArray of struct nfs_wb * */
 	int64_t wb_kept;	      /* bytes kept by its files (atomic) */
+	uint64_t ra_gen;	      /* truncations and closes of written files (atomic) */
+	uint64_t ra_bytes;	      /* read ahead per file (read-ahead=; 0: none) */
 };
 
 /* A node reference: one reference to a path node (backends/pathtree), the object named by its path
@@ -215,8 +215,12 @@ int nfs_open_file(void *loc, const struct ff_cred *cred, ff_node *node, int flag
  * opened as it is). */
 int nfs_create_file(void *loc, const struct ff_cred *cred, ff_node *parent, const char *name,
 		    mode_t mode, int flags, ff_node **nodep, struct stat *st, ff_fh **fhp);
-/* pread(2) through the handle's context, in reads of at most the server's rsize. */
+/* pread(2) through the handle's context: READs of the server's rsize at once, and READs ahead
+ * of a sequential reader (nfs_read.c). */
 ssize_t nfs_read_file(void *loc, ff_fh *fh, void *buf, size_t size, off_t off);
+/* The backend's read_held() and read_done(): a read answered from what was read ahead. */
+ssize_t nfs_read_held(void *loc, ff_fh *fh, size_t size, off_t off, const void **data, void **ref);
+void nfs_read_done(void *loc, ff_fh *fh, void *ref);
 /* pwrite(2); with O_APPEND at the file's current end; NFSv4 through nfs4_file_write(). */
 ssize_t nfs_write_file(void *loc, const struct ff_cred *cred, ff_fh *fh, const void *buf,
 		       size_t size, off_t off);
@@ -284,9 +288,6 @@ void nfs_conn_put(struct nfs_conn *conn, int err);
 /* A file handle's reference: taken while leased, dropped at any time. */
 void nfs_conn_ref(struct nfs_conn *conn);
 void nfs_conn_unref(struct nfs_conn *conn);
-/* Leave `fh` (opened on `conn`, not closed) to be freed when the context is destroyed: a
- * retired context is never used again, but RPCs it still has pending may point at `fh`. */
-void nfs_conn_orphan(struct nfs_conn *conn, struct nfsfh *fh);
 /* nfs_destroy_context(), and close the socket libnfs 4.0 leaks after a failed reconnection. */
 void nfs_context_free(struct nfs_context *nfs);
 /* Mount a fresh context outside the pool (mount-time probe); NULL with *err on failure. */
@@ -314,14 +315,12 @@ void nfs_attach(const struct ff_host *host);
 
 /* libnfs' calls of the same names, waited for on nfs_event_step() so that an interrupted
  * caller leaves at once (-EINTR) and the whole call ends a second after the context's timeout
- * (-ETIMEDOUT). 0 (pread: the bytes read) or -errno, mapped already (nfs_map_error()). A reply
+ * (-ETIMEDOUT). 0 or -errno, mapped already (nfs_map_error()). A reply
  * that comes after its caller left is dropped; what it made is freed. */
 int nfs_sync_statvfs(struct nfs_context *nfs, const char *path, struct statvfs *st);
 int nfs_sync_open(struct nfs_context *nfs, const char *path, int flags, struct nfsfh **fh);
 int nfs_sync_create(struct nfs_context *nfs, const char *path, int flags, int mode,
 		    struct nfsfh **fh);
-ssize_t nfs_sync_pread(struct nfs_context *nfs, struct nfsfh *fh, uint64_t off, size_t count,
-		       void *buf);
 /* The whole listing (libnfs reads it all); nfs_readdir() and nfs_closedir() as usual. */
 int nfs_sync_opendir(struct nfs_context *nfs, const char *path, struct nfsdir **dir);
 /* *target: g_free() it. */
@@ -358,6 +357,12 @@ struct nfs_wtarget {
 	const void *stateid; /* NFSv4: the open's stateid4 */
 	bool sync;	     /* FILE_SYNC, else UNSTABLE (COMMIT follows) */
 	size_t chunk;	     /* bytes per WRITE */
+};
+
+/* What the reads of a file were made at (nfs_wb_node_gen()). */
+struct nfs_gen {
+	uint64_t loc;  /* loc->ra_gen */
+	uint64_t node; /* writes through this mount to the file's open files */
 };
 
 /* A file opened for writing on `node`, known to the location until nfs_wb_free(). */
@@ -399,6 +404,50 @@ void nfs_wchunk_done(struct nfs_wbent *e, int err, size_t count, bool stable,
 int nfs_wb_node_wait(struct nfs_loc *loc, struct ff_pathnode *node, gint64 deadline);
 /* Raise st_size to the end of the node's WRITEs not yet answered. */
 void nfs_wb_node_size(struct nfs_loc *loc, struct ff_pathnode *node, struct stat *st);
+
+/* The generation of what is read of `node`: it changes with every write through this mount
+ * to the file, and with every truncation or close of a written file on the location. */
+void nfs_wb_node_gen(struct nfs_loc *loc, struct ff_pathnode *node, struct nfs_gen *gen);
+/* A file of the location changed other than by a WRITE (truncated): drop what was read. */
+void nfs_ra_changed(struct nfs_loc *loc);
+
+/* ---- nfs_read.c ----------------------------------------------------------------------------- */
+
+/* An open file's READs in flight and those read ahead of a sequential reader. */
+struct nfs_ra;
+/* One READ: the private data of its RPC while in flight. */
+struct nfs_raseg;
+
+/* How one READ is sent: `send` encodes a READ of `len` bytes at `off` whose callback ends in
+ * nfs_rchunk_done(). */
+struct nfs_rtarget {
+	int (*send)(struct nfs_conn *conn, const struct nfs_rtarget *t, struct nfs_raseg *s,
+		    uint64_t off, size_t len);
+	const char *fh; /* the file's filehandle */
+	unsigned int fhlen;
+	const void *stateid; /* NFSv4: the open's stateid4 */
+	size_t chunk;	     /* bytes per READ */
+};
+
+struct nfs_ra *nfs_ra_new(void);
+/* Forget every READ (those in flight are freed by their callbacks). */
+void nfs_ra_drop(struct nfs_ra *ra);
+void nfs_ra_free(struct nfs_ra *ra);
+/* pread(2) on `conn` (leased): what was read ahead where it is still good (the file's
+ * generation is `gen`), READs for the rest, and, for a sequential reader, READs of what comes
+ * next. The bytes read (short at the end of the file), or -errno (-ENOTCONN: the server forgot
+ * the NFSv4 open). */
+ssize_t nfs_ra_read(struct nfs_loc *loc, struct nfs_ra *ra, struct nfs_conn *conn,
+		    const struct nfs_rtarget *t, const struct nfs_gen *gen, void *buf, size_t size,
+		    uint64_t off, gint64 deadline);
+/* The same answered from one segment without a copy: *data points into it until
+ * nfs_ra_done(*ref). -EAGAIN when no one segment holds the request (nfs_ra_read() then). */
+ssize_t nfs_ra_held(struct nfs_loc *loc, struct nfs_ra *ra, struct nfs_conn *conn,
+		    const struct nfs_rtarget *t, const struct nfs_gen *gen, size_t size,
+		    uint64_t off, gint64 deadline, const void **data, void **ref);
+void nfs_ra_done(void *ref);
+/* A READ's reply: `err` 0 or its -errno; `count` bytes at `data`; `eof`: the file ends there. */
+void nfs_rchunk_done(struct nfs_raseg *s, int err, const void *data, size_t count, bool eof);
 
 /* ---- nfs_fhcache.c ------------------------------------------------------------------------ */
 
@@ -457,6 +506,8 @@ GByteArray *nfs3_fh_of(struct nfsfh *fh);
 /* How WRITE3s of the server's wsize are sent for `fh` (which must outlive them); `sync`:
  * FILE_SYNC, else UNSTABLE. */
 void nfs3_wtarget(struct nfs_conn *conn, const GByteArray *fh, bool sync, struct nfs_wtarget *t);
+/* How READ3s of the server's rsize are sent for `fh` (which must outlive them). */
+void nfs3_rtarget(struct nfs_conn *conn, const GByteArray *fh, struct nfs_rtarget *t);
 /* COMMIT3 of the whole file; `verf` gets the server's write verifier. */
 int nfs3_file_commit(struct nfs_context *nfs, const GByteArray *fh, char verf[NFS_VERF_SIZE]);
 
@@ -511,9 +562,8 @@ int nfs4_file_close(struct nfs_conn *conn, struct nfs4_file *f);
 /* Free without a CLOSE (its context is gone). */
 void nfs4_file_free(struct nfs4_file *f);
 int nfs4_file_getattr(struct nfs_conn *conn, struct nfs4_file *f, struct stat *st);
-/* One READ of at most `size` bytes; returns what came (0 at the end). */
-ssize_t nfs4_file_read(struct nfs_conn *conn, struct nfs4_file *f, uint64_t off, size_t size,
-		       void *buf);
+/* How READs of the server's maxread are sent for the open `f`. */
+void nfs4_rtarget(struct nfs_conn *conn, struct nfs4_file *f, struct nfs_rtarget *t);
 /* How WRITEs are sent for the open `f`: of the server's maxwrite, or NFS4_WRITE_CHUNK bytes
  * where libnfs' own buffer must hold them; `sync`: FILE_SYNC4, else UNSTABLE4. */
 void nfs4_wtarget(struct nfs_conn *conn, struct nfs4_file *f, bool sync, struct nfs_wtarget *t);

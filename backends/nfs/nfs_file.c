@@ -3,13 +3,15 @@
  * nfs_file.c - open files of the NFS backend: open, create, read, write (pipelined WRITEs of
  * nfs_write.c), flush (COMMIT, checking the write verifier), fsync and release.
  *
- * NFSv3 files are libnfs handles; NFSv4 files have OPEN state of our own (nfs_v4_file.c).
+ * An NFSv3 file is its filehandle (libnfs opens it: the walk and ACCESS3); an NFSv4 file has
+ * OPEN state of our own (nfs_v4_file.c). Reads go through nfs_read.c, writes through
+ * nfs_write.c.
  *
  * File handles: an open file belongs to the context that opened it, so a handle remembers its
  * context, holds a reference on it, and leases that context for each operation (its own mutex
  * serialises the handle). When the context is retired (connection broken, NFSv4 state lost), the
- * handle reopens its file by path on a fresh context: NFSv3 handles are stateless, and NFSv4 opens
- * whose lease expired must be reopened anyway.
+ * handle moves to a fresh context: an NFSv3 filehandle is good on any, and an NFSv4 file is
+ * opened again by path (an open whose lease expired must be reopened anyway).
  *
  * NFSv4 locks (nfs_server_lock()): each lock owner's locks on a file are held through one handle,
  * the one its first lock came through, whichever handle later requests come through (a process
@@ -25,12 +27,11 @@
 #include "backends/nfs/nfs.h"
 
 struct nfs_handle {
-	GMutex lock;	       /* serialises every use of the handle */
-	struct nfs_conn *conn; /* owns fh or f4; a reference; NULL after a failed reopen */
-	struct nfsfh *fh;      /* NFSv3: libnfs' open file, for READs (NULL until one comes, for a
-				   * file we created: handle_open_v3()) */
-	GByteArray *fh3;       /* NFSv3: the file's filehandle (WRITE3, COMMIT3, GETATTR3) */
-	struct nfs4_file *f4;  /* NFSv4 */
+	GMutex lock;		  /* serialises every use of the handle */
+	struct nfs_conn *conn;	  /* owns f4; a reference; NULL after a failed reopen */
+	GByteArray *fh3;	  /* NFSv3: the file's filehandle */
+	struct nfs4_file *f4;	  /* NFSv4 */
+	struct nfs_ra *ra;	  /* its READs (nfs_read.c), on conn */
 	struct ff_pathnode *node; /* a reference: the path to reopen */
 	struct nfs_ident ident;	  /* who opened it */
 	int flags;		  /* O_ACCMODE | O_SYNC, for reopening */
@@ -50,26 +51,31 @@ struct nfs_lockref {
 
 /* ---- file handles ---------------------------------------------------------------------------- */
 
-/* After opening `path` (NFSv3) with O_TRUNC: libnfs 4.0 truncates only when opening for
- * writing, Linux also for O_RDONLY (the kernel has checked that the caller may write). Closes
- * `fh` on failure. */
-static int open_truncate(struct nfs_op *op, const char *path, int flags, struct nfsfh *fh)
-{
-	struct stat attr = { .st_size = 0 }, st;
-	int rc;
-
-	if (!(flags & O_TRUNC) || (flags & O_ACCMODE) != O_RDONLY)
-		return 0;
-	rc = nfs_setattr_path(op, path, &attr, FF_SET_SIZE, &st);
-	if (rc)
-		nfs_close(op->nfs, fh);
-	return rc;
-}
-
 static int open_flags(int flags)
 {
 	/* O_NOFOLLOW: opening a symlink fails ELOOP. O_APPEND is handled here, not by libnfs. */
 	return (flags & (O_ACCMODE | O_SYNC | O_DSYNC)) | O_NOFOLLOW;
+}
+
+/* Open `path` (NFSv3) through libnfs, which walks it and asks ACCESS3: its filehandle into
+ * *fh3. With O_TRUNC the file is emptied: libnfs 4.0 truncates only when opening for writing,
+ * Linux also for O_RDONLY (the kernel has checked that the caller may write). */
+static int open_v3(struct nfs_op *op, const char *path, int flags, GByteArray **fh3)
+{
+	struct stat attr = { .st_size = 0 }, st;
+	struct nfsfh *fh;
+	int rc;
+
+	rc = nfs_sync_open(op->nfs, path, open_flags(flags) | (flags & O_TRUNC), &fh);
+	if (rc)
+		return rc;
+	*fh3 = nfs3_fh_of(fh);
+	nfs_free_nfsfh(fh); /* no state on the server */
+	if ((flags & O_TRUNC) && (flags & O_ACCMODE) == O_RDONLY)
+		rc = nfs_setattr_path(op, path, &attr, FF_SET_SIZE, &st);
+	if (rc)
+		g_clear_pointer(fh3, g_byte_array_unref);
+	return rc;
 }
 
 /* Lease the handle's context, reopening the file on a fresh one if its context was retired.
@@ -84,15 +90,22 @@ static int handle_begin(struct nfs_loc *loc, struct nfs_handle *h, gint64 deadli
 		rc = nfs_conn_lease(h->conn, deadline);
 		if (rc != -ENOTCONN)
 			return rc;
-		/* retired: its fh goes with it (closing it would only wait on a dead server) */
+		/* retired: its open goes with it (closing it would only wait on a dead server) */
+		nfs_ra_drop(h->ra);
 		nfs_conn_opened(h->conn, h->node, false);
-		if (h->fh)
-			nfs_conn_orphan(h->conn, h->fh);
 		nfs4_file_free(h->f4);
 		nfs_conn_unref(h->conn);
 		h->conn = NULL;
-		h->fh = NULL;
 		h->f4 = NULL;
+	}
+	if (h->fh3) { /* NFSv3: the filehandle is good on any context */
+		rc = nfs_conn_get(loc, &h->ident, deadline, NULL, &conn);
+		if (rc == 0) {
+			nfs_conn_ref(conn);
+			nfs_conn_opened(conn, h->node, true);
+			h->conn = conn;
+		}
+		return rc;
 	}
 	path = nfs_pnode_path(loc, h->node, NULL);
 	if (!path)
@@ -100,19 +113,15 @@ static int handle_begin(struct nfs_loc *loc, struct nfs_handle *h, gint64 deadli
 	/* A second try when the context's NFSv4 state is gone (it is retired): see
 	 * nfs_open_file(). */
 	for (int attempt = 0; attempt < 2; attempt++) {
+		char *full;
 		bool lost;
 
 		rc = nfs_conn_get(loc, &h->ident, deadline, h->node, &conn);
 		if (rc)
 			break;
-		if (loc->version == 4) {
-			char *full = nfs_v4_path(loc, path);
-
-			rc = nfs4_file_open(conn, full, h->flags, false, 0, &h->f4, NULL);
-			g_free(full);
-		} else {
-			rc = nfs_sync_open(conn->nfs, path, open_flags(h->flags), &h->fh);
-		}
+		full = nfs_v4_path(loc, path);
+		rc = nfs4_file_open(conn, full, h->flags, false, 0, &h->f4, NULL);
+		g_free(full);
 		if (rc == 0) {
 			nfs_conn_ref(conn);
 			nfs_conn_opened(conn, h->node, true);
@@ -121,7 +130,6 @@ static int handle_begin(struct nfs_loc *loc, struct nfs_handle *h, gint64 deadli
 		}
 		lost = nfs_error_lost_state(conn->nfs);
 		nfs_conn_put(conn, rc);
-		h->fh = NULL;
 		h->f4 = NULL;
 		if (!lost)
 			break;
@@ -140,37 +148,9 @@ static bool handle_end(struct nfs_handle *h, int rc)
 	return lost;
 }
 
-/* NFSv3: libnfs' open file for READs, on a handle of a file we created (nfs3_create()), opened
- * when the first read comes: most files created are only written. Where the path names another
- * file by now (renamed on the server), -ESTALE. Called with the context leased. */
-static int handle_open_v3(struct nfs_loc *loc, struct nfs_handle *h)
-{
-	GByteArray *now;
-	char *path;
-	int rc;
-
-	if (h->f4 || h->fh)
-		return 0;
-	path = nfs_pnode_path(loc, h->node, NULL);
-	if (!path)
-		return -ESTALE;
-	rc = nfs_sync_open(h->conn->nfs, path, open_flags(h->flags), &h->fh);
-	g_free(path);
-	if (rc)
-		return rc;
-	now = nfs3_fh_of(h->fh);
-	if (now->len != h->fh3->len || memcmp(now->data, h->fh3->data, now->len) != 0) {
-		nfs_close(h->conn->nfs, h->fh);
-		h->fh = NULL;
-		rc = -ESTALE;
-	}
-	g_byte_array_free(now, TRUE);
-	return rc;
-}
-
-/* A handle on libnfs' `fh` (NFSv3), or on the filehandle `fh3` alone (consumed), or on `f4`. */
-static struct nfs_handle *handle_new(struct nfs_loc *loc, struct nfs_conn *conn, struct nfsfh *fh,
-				     GByteArray *fh3, struct nfs4_file *f4, ff_node *node,
+/* A handle on the filehandle `fh3` (NFSv3; consumed), or on `f4`. */
+static struct nfs_handle *handle_new(struct nfs_loc *loc, struct nfs_conn *conn, GByteArray *fh3,
+				     struct nfs4_file *f4, ff_node *node,
 				     const struct ff_cred *cred, int flags)
 {
 	struct nfs_handle *h = g_new0(struct nfs_handle, 1);
@@ -178,9 +158,9 @@ static struct nfs_handle *handle_new(struct nfs_loc *loc, struct nfs_conn *conn,
 	g_mutex_init(&h->lock);
 	h->conn = conn;
 	nfs_conn_ref(conn);
-	h->fh = fh;
-	h->fh3 = fh3 ? fh3 : fh ? nfs3_fh_of(fh) : NULL;
+	h->fh3 = fh3;
 	h->f4 = f4;
+	h->ra = nfs_ra_new();
 	h->node = nfs_pnode(node);
 	ff_pathtree_ref(loc->tree, h->node);
 	nfs_conn_opened(conn, h->node, true);
@@ -197,7 +177,7 @@ int nfs_open_file(void *l, const struct ff_cred *cred, ff_node *node, int flags,
 	struct nfs_loc *loc = l;
 	char *path = nfs_node_path(loc, node, NULL);
 	struct nfs4_file *f4 = NULL;
-	struct nfsfh *fh = NULL;
+	GByteArray *fh3 = NULL;
 	struct nfs_op op;
 	int rc;
 
@@ -217,13 +197,12 @@ int nfs_open_file(void *l, const struct ff_cred *cred, ff_node *node, int flags,
 			rc = nfs4_file_open(op.conn, full, flags, false, 0, &f4, NULL);
 			g_free(full);
 		} else {
-			rc = nfs_sync_open(op.nfs, path, open_flags(flags) | (flags & O_TRUNC),
-					   &fh);
-			if (rc == 0)
-				rc = open_truncate(&op, path, flags, fh);
+			rc = open_v3(&op, path, flags, &fh3);
 		}
 		if (rc == 0) {
-			*fhp = (ff_fh *)handle_new(loc, op.conn, fh, NULL, f4, node, cred, flags);
+			if (flags & O_TRUNC) /* what was read of it is gone */
+				nfs_ra_changed(loc);
+			*fhp = (ff_fh *)handle_new(loc, op.conn, fh3, f4, node, cred, flags);
 			nfs_op_end(&op, 0);
 			break;
 		}
@@ -265,9 +244,9 @@ int nfs_create_file(void *l, const struct ff_cred *cred, ff_node *parent, const 
 	struct nfs_loc *loc = l;
 	char *path = nfs_node_path(loc, parent, name);
 	struct nfs4_file *f4 = NULL;
-	struct nfsfh *fh = NULL;
 	GByteArray *fh3 = NULL;
 	struct ff_pathnode *pn;
+	bool existed = false;
 	ff_node *node;
 	struct nfs_op op;
 	int rc;
@@ -292,8 +271,10 @@ int nfs_create_file(void *l, const struct ff_cred *cred, ff_node *parent, const 
 			else
 				op.conn = NULL;
 		}
-		if (rc == -EEXIST && !(flags & O_EXCL))
+		if (rc == -EEXIST && !(flags & O_EXCL)) {
+			existed = true;
 			rc = nfs4_file_open(op.conn, full, flags, false, 0, &f4, st);
+		}
 		g_free(full);
 		if (!op.conn)
 			goto out_free;
@@ -305,13 +286,12 @@ int nfs_create_file(void *l, const struct ff_cred *cred, ff_node *parent, const 
 	}
 	rc = nfs3_create(loc, op.nfs, path, mode, &fh3, st);
 	if (rc == -EEXIST && !(flags & O_EXCL)) {
-		rc = nfs_sync_open(op.nfs, path, open_flags(flags) | (flags & O_TRUNC), &fh);
-		if (rc == 0)
-			rc = open_truncate(&op, path, flags, fh);
+		existed = true;
+		rc = open_v3(&op, path, flags, &fh3);
 		if (rc == 0) {
-			rc = nfs_do_lstat(loc, op.nfs, path, st);
+			rc = nfs3_getattr(op.nfs, fh3, st);
 			if (rc)
-				nfs_close(op.nfs, fh);
+				g_clear_pointer(&fh3, g_byte_array_unref);
 		}
 	}
 	if (rc < 0) {
@@ -320,7 +300,9 @@ int nfs_create_file(void *l, const struct ff_cred *cred, ff_node *parent, const 
 	}
 out_made:
 	node = nfs_node_new(g_steal_pointer(&pn));
-	*fhp = (ff_fh *)handle_new(loc, op.conn, fh, fh3, f4, node, cred, flags);
+	if (existed && (flags & O_TRUNC)) /* emptied: what was read of it is gone */
+		nfs_ra_changed(loc);
+	*fhp = (ff_fh *)handle_new(loc, op.conn, fh3, f4, node, cred, flags);
 	*nodep = node;
 	nfs_op_end(&op, 0);
 out_free:
@@ -330,45 +312,57 @@ out_free:
 	return rc;
 }
 
-ssize_t nfs_read_file(void *l, ff_fh *fhv, void *buf, size_t size, off_t off)
+/* A read through the handle: copied into `buf`, or with `data` answered from what is held. */
+static ssize_t read_through(struct nfs_loc *loc, struct nfs_handle *h, void *buf, size_t size,
+			    off_t off, const void **data, void **ref)
 {
-	struct nfs_loc *loc = l;
-	struct nfs_handle *h = (struct nfs_handle *)fhv;
 	gint64 deadline = nfs_deadline(loc);
-	size_t done = 0;
 	ssize_t rc;
 
 	g_mutex_lock(&h->lock);
 	rc = nfs_wb_node_wait(loc, h->node, deadline); /* a read sees what was written */
 	for (int attempt = 0; attempt < 2 && rc == 0; attempt++) {
+		struct nfs_rtarget t;
+		struct nfs_gen gen;
+		bool lost;
+
+		nfs_wb_node_gen(loc, h->node, &gen); /* before any READ is sent */
 		rc = handle_begin(loc, h, deadline);
 		if (rc)
 			break;
-		rc = handle_open_v3(loc, h);
-		while (rc == 0 && done < size) {
-			size_t chunk = MIN(size - done, h->conn->readmax);
-			ssize_t n;
-
-			if (h->f4) {
-				n = nfs4_file_read(h->conn, h->f4, (uint64_t)off + done, chunk,
-						   (char *)buf + done);
-			} else {
-				n = nfs_sync_pread(h->conn->nfs, h->fh, (uint64_t)off + done, chunk,
-						   (char *)buf + done);
-			}
-			if (n < 0) {
-				rc = n;
-				break;
-			}
-			if (n == 0)
-				break;
-			done += (size_t)n;
-		}
-		if (!handle_end(h, (int)rc) || done)
+		if (h->f4)
+			nfs4_rtarget(h->conn, h->f4, &t);
+		else
+			nfs3_rtarget(h->conn, h->fh3, &t);
+		if (data)
+			rc = nfs_ra_held(loc, h->ra, h->conn, &t, &gen, size, (uint64_t)off,
+					 deadline, data, ref);
+		else
+			rc = nfs_ra_read(loc, h->ra, h->conn, &t, &gen, buf, size, (uint64_t)off,
+					 deadline);
+		/* -ENOTCONN: the server forgot the NFSv4 open (the context is retired) */
+		lost = handle_end(h, rc < 0 && rc != -EAGAIN ? (int)rc : 0) || rc == -ENOTCONN;
+		if (!lost)
 			break;
+		rc = attempt == 0 ? 0 : -EIO;
 	}
 	g_mutex_unlock(&h->lock);
-	return rc < 0 && done == 0 ? rc : (ssize_t)done;
+	return rc;
+}
+
+ssize_t nfs_read_file(void *l, ff_fh *fhv, void *buf, size_t size, off_t off)
+{
+	return read_through(l, (struct nfs_handle *)fhv, buf, size, off, NULL, NULL);
+}
+
+ssize_t nfs_read_held(void *l, ff_fh *fhv, size_t size, off_t off, const void **data, void **ref)
+{
+	return read_through(l, (struct nfs_handle *)fhv, NULL, size, off, data, ref);
+}
+
+void nfs_read_done(void *l, ff_fh *fhv, void *ref)
+{
+	nfs_ra_done(ref);
 }
 
 static void handle_target(struct nfs_handle *h, struct nfs_wtarget *t)
@@ -660,12 +654,9 @@ int nfs_release_file(void *l, ff_fh *fhv)
 		if (rc == 0) {
 			if (locks)
 				locks_give_back(loc, h);
-			if (h->f4) {
+			nfs_ra_drop(h->ra);
+			if (h->f4)
 				rc = nfs4_file_close(h->conn, h->f4);
-			} else if (h->fh) {
-				rc = nfs_close(h->conn->nfs, h->fh);
-				rc = rc < 0 ? nfs_map_error(h->conn->nfs, rc) : 0;
-			}
 			nfs_conn_put(h->conn, rc);
 			/* NFSv4 state already gone (lease expired; or the same file opened twice on
 			 * one context, whose one open-owner then shares one stateid): nothing to
@@ -678,8 +669,6 @@ int nfs_release_file(void *l, ff_fh *fhv)
 			/* not closed: freed with its context (the server forgets the open when
 			 * its lease expires) */
 			nfs_conn_opened(h->conn, h->node, false);
-			if (h->fh)
-				nfs_conn_orphan(h->conn, h->fh);
 			nfs4_file_free(h->f4);
 			if (rc == -ENOTCONN)
 				rc = 0;
@@ -690,6 +679,7 @@ int nfs_release_file(void *l, ff_fh *fhv)
 		locks_forget(loc, h);
 		g_mutex_unlock(&loc->locks_lock);
 	}
+	nfs_ra_free(h->ra);
 	ff_pathtree_unref(loc->tree, h->node);
 	if (h->fh3)
 		g_byte_array_free(h->fh3, TRUE);

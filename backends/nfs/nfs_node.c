@@ -189,13 +189,15 @@ int nfs_setattr_path(struct nfs_op *op, const char *path, const struct stat *att
 
 		rc = nfs4_setattr(loc, op->nfs, full, attr, to_set, st);
 		g_free(full);
-		return rc;
+	} else {
+		rc = nfs3_setattr(op->loc, op->nfs, path, attr, to_set, st, &have_st);
+		if (rc == -EACCES) /* e.g. the mount's root is not readable: libnfs' way */
+			rc = setattr_v3(op, path, attr, to_set);
+		if (rc == 0 && !have_st)
+			rc = nfs_do_lstat(loc, op->nfs, path, st);
 	}
-	rc = nfs3_setattr(op->loc, op->nfs, path, attr, to_set, st, &have_st);
-	if (rc == -EACCES) /* e.g. the mount's root is not readable: libnfs' way */
-		rc = setattr_v3(op, path, attr, to_set);
-	if (rc == 0 && !have_st)
-		rc = nfs_do_lstat(loc, op->nfs, path, st);
+	if (to_set & FF_SET_SIZE) /* what was read of the file may be gone */
+		nfs_ra_changed(loc);
 	return rc;
 }
 

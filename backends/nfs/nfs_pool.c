@@ -263,11 +263,9 @@ static void conn_free(struct nfs_conn *conn)
 	 * queue length alone cannot tell: libnfs 4.0 does not uncount RPCs that timed out.) */
 	if (!conn->suspect || nfs_queue_length(conn->nfs) == 0) {
 		nfs_context_free(conn->nfs);
-		g_slist_free_full(conn->orphans, (GDestroyNotify)nfs_free_nfsfh);
 	} else {
 		g_warning("%s: leaking a context with %d RPCs pending", conn->loc->uri,
 			  nfs_queue_length(conn->nfs));
-		g_slist_free(conn->orphans);
 	}
 	if (conn->opens)
 		g_hash_table_destroy(conn->opens);
@@ -468,12 +466,8 @@ void nfs_conn_put(struct nfs_conn *conn, int err)
 	struct nfs_pool *pool = &conn->loc->pool;
 	bool broken, free_it = false;
 
-	/* An interrupted NFSv3 call left a libnfs call pending that may still touch the caller's
-	 * open file (a READ's reply updates the nfsfh's read-ahead state): the context goes, and
-	 * runs those calls' callbacks, before any nfsfh of it is freed (nfs_conn_orphan()). */
 	broken = nfs_get_fd(conn->nfs) < 0 ||
-		 (err < 0 && (ff_errno_is_connection(err) || nfs_error_lost_state(conn->nfs))) ||
-		 (err == -EINTR && conn->loc->version == 3);
+		 (err < 0 && (ff_errno_is_connection(err) || nfs_error_lost_state(conn->nfs)));
 	if (err < 0 && nfs_get_error(conn->nfs) &&
 	    strstr(nfs_get_error(conn->nfs), "nfs_service failed"))
 		conn->suspect = true;
@@ -553,15 +547,6 @@ void nfs_conn_opened(struct nfs_conn *conn, const void *key, bool open)
 		g_hash_table_insert(conn->opens, (gpointer)key, GINT_TO_POINTER(n));
 	else
 		g_hash_table_remove(conn->opens, key);
-	g_mutex_unlock(&conn->loc->pool.lock);
-}
-
-void nfs_conn_orphan(struct nfs_conn *conn, struct nfsfh *fh)
-{
-	if (!fh)
-		return;
-	g_mutex_lock(&conn->loc->pool.lock);
-	conn->orphans = g_slist_prepend(conn->orphans, fh);
 	g_mutex_unlock(&conn->loc->pool.lock);
 }
 

@@ -26,7 +26,6 @@ enum sync_kind {
 	SYNC_FH,     /* a struct nfsfh *, stored in *(struct nfsfh **)out */
 	SYNC_DIR,    /* a struct nfsdir *, stored in *(struct nfsdir **)out */
 	SYNC_STRING, /* a string, g_strdup'd into *(char **)out */
-	SYNC_BYTES,  /* the status is a count of bytes: copied to `out` (at most `size`) */
 };
 
 struct sync_call {
@@ -95,14 +94,10 @@ static void call_cb(int status, struct nfs_context *nfs, void *data, void *priva
 	case SYNC_STRING:
 		*(char **)c->out = g_strdup(data ? (const char *)data : "");
 		break;
-	case SYNC_BYTES:
-		memcpy(c->out, data, MIN((size_t)status, c->size));
-		break;
 	}
 }
 
-/* Wait for the call that `queued` (the *_async call's return) started. Returns 0 (SYNC_BYTES:
- * the count) or -errno; -EINTR when the caller was interrupted, -ETIMEDOUT a second after the
+/* Wait for the call that `queued` (the *_async call's return) started. Returns 0 or -errno; -EINTR when the caller was interrupted, -ETIMEDOUT a second after the
  * context's timeout (libnfs expires each RPC at it; the call as a whole ends here). Frees `c`,
  * or leaves it to its callback. */
 static int call_wait(struct nfs_context *nfs, struct sync_call *c, int queued)
@@ -124,7 +119,7 @@ static int call_wait(struct nfs_context *nfs, struct sync_call *c, int queued)
 			      rc == -EINTR ? "call interrupted" : "call timed out");
 		return rc;
 	}
-	rc = c->kind == SYNC_BYTES ? c->status : MIN(c->status, 0);
+	rc = MIN(c->status, 0);
 	if (rc < 0) {
 		/* what nfs_map_error() reads, as libnfs' sync wrappers leave it */
 		rpc_set_error(nfs_get_rpc_context(nfs), "%s", c->msg);
@@ -154,14 +149,6 @@ int nfs_sync_create(struct nfs_context *nfs, const char *path, int flags, int mo
 	struct sync_call *c = call_new(SYNC_FH, fh, 0);
 
 	return call_wait(nfs, c, nfs_create_async(nfs, path, flags, mode, call_cb, c));
-}
-
-ssize_t nfs_sync_pread(struct nfs_context *nfs, struct nfsfh *fh, uint64_t off, size_t count,
-		       void *buf)
-{
-	struct sync_call *c = call_new(SYNC_BYTES, buf, count);
-
-	return call_wait(nfs, c, nfs_pread_async(nfs, fh, off, count, call_cb, c));
 }
 
 int nfs_sync_opendir(struct nfs_context *nfs, const char *path, struct nfsdir **dir)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * nfs_v3.c - NFSv3 calls built by hand: WRITE3 and COMMIT3 for nfs_write.c (libnfs 4.0's
- * hide a WRITE's status and the write verifier), SETATTR3 and LINK3.
+ * hide a WRITE's status and the write verifier), READ3 for nfs_read.c (by filehandle, many in
+ * flight), SETATTR3 and LINK3.
  *
  * SETATTR: libnfs 4.0 sets times through struct timeval (microseconds: tar and rsync see their
  * nanoseconds cut) and sends one SETATTR per attribute group; here every attribute goes in one
@@ -716,19 +717,23 @@ out_free:
 
 /* ---- WRITE3 and COMMIT3 ---------------------------------------------------------------------- */
 
+/* The error of a WRITE3 or READ3 reply whose status is *res_status (NULL: no reply). */
+static int reply_err(int status, const nfsstat3 *res_status)
+{
+	if (status == RPC_STATUS_TIMEOUT || status == RPC_STATUS_CANCEL)
+		return -ETIMEDOUT;
+	if (status != RPC_STATUS_SUCCESS || !res_status)
+		return -ECONNRESET;
+	return *res_status != NFS3_OK ? nfs3_status_errno(*res_status) : 0;
+}
+
 static void write_cb(struct rpc_context *rpc, int status, void *data, void *private_data)
 {
 	WRITE3res *res = data;
 	const WRITE3resok *ok = NULL;
-	int err = 0;
+	int err = reply_err(status, res ? &res->status : NULL);
 
-	if (status == RPC_STATUS_TIMEOUT || status == RPC_STATUS_CANCEL)
-		err = -ETIMEDOUT;
-	else if (status != RPC_STATUS_SUCCESS || !res)
-		err = -ECONNRESET;
-	else if (res->status != NFS3_OK)
-		err = nfs3_status_errno(res->status);
-	else
+	if (err == 0)
 		ok = &res->WRITE3res_u.resok;
 	nfs_wchunk_done(private_data, err, ok ? ok->count : 0, ok && ok->committed == FILE_SYNC,
 			ok ? ok->verf : NULL);
@@ -760,6 +765,45 @@ void nfs3_wtarget(struct nfs_conn *conn, const GByteArray *fh, bool sync, struct
 		.fhlen = fh->len,
 		.sync = sync,
 		.chunk = conn->writemax,
+	};
+}
+
+/* ---- READ3 ---------------------------------------------------------------------------------- */
+
+static void read_cb(struct rpc_context *rpc, int status, void *data, void *private_data)
+{
+	READ3res *res = data;
+	const READ3resok *ok = NULL;
+	int err = reply_err(status, res ? &res->status : NULL);
+
+	if (err == 0)
+		ok = &res->READ3res_u.resok;
+	nfs_rchunk_done(private_data, err, ok ? ok->data.data_val : NULL,
+			ok ? ok->data.data_len : 0, ok && ok->eof);
+}
+
+static int read_chunk(struct nfs_conn *conn, const struct nfs_rtarget *t, struct nfs_raseg *s,
+		      uint64_t off, size_t len)
+{
+	READ3args args;
+
+	memset(&args, 0, sizeof(args));
+	args.file.data.data_len = t->fhlen;
+	args.file.data.data_val = (char *)t->fh;
+	args.offset = off;
+	args.count = (count3)len;
+	if (rpc_nfs3_read_async(nfs_get_rpc_context(conn->nfs), read_cb, &args, s) != 0)
+		return -ENOMEM;
+	return 0;
+}
+
+void nfs3_rtarget(struct nfs_conn *conn, const GByteArray *fh, struct nfs_rtarget *t)
+{
+	*t = (struct nfs_rtarget){
+		.send = read_chunk,
+		.fh = (const char *)fh->data,
+		.fhlen = fh->len,
+		.chunk = conn->readmax,
 	};
 }
 

@@ -5,8 +5,9 @@
  * write, in a directory the caller may not write, failed EINVAL), and it counts its open-owner's
  * seqid up even when an operation before OPEN failed, so the next OPEN fails
  * NFS4ERR_BAD_SEQID. Here each context has a client identity and an open-owner of its own,
- * whose seqid follows RFC 7530 9.1.7; READ, WRITE (pipelined chunks of the server's maxwrite,
- * see nfs4_compound_send()), COMMIT and CLOSE use the stateid that OPEN gave.
+ * whose seqid follows RFC 7530 9.1.7; READ (many in flight, nfs_read.c), WRITE (pipelined
+ * chunks of the server's maxwrite, see nfs4_compound_send()), COMMIT and CLOSE use the stateid
+ * that OPEN gave.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -345,45 +346,70 @@ int nfs4_file_getattr(struct nfs_conn *conn, struct nfs4_file *f, struct stat *s
 	return rc;
 }
 
-struct read_out {
-	char *buf;
-	size_t size;
-	size_t got;
-};
-
-static int decode_read(struct v4_call *c, COMPOUND4res *res, int err)
+/* The error of a READ or WRITE COMPOUND's reply (`what`): -ENOTCONN when the server lost the
+ * open's state (the operation is made again once the file is opened anew). */
+static int reply_err(struct rpc_context *rpc, int status, const COMPOUND4res *res, const char *what)
 {
-	struct read_out *out = c->arg;
-	READ4resok ok;
-	nfs_resop4 r;
+	if (status == RPC_STATUS_TIMEOUT || status == RPC_STATUS_CANCEL)
+		return -ETIMEDOUT;
+	if (status != RPC_STATUS_SUCCESS || !res)
+		return -ECONNRESET;
+	if (res->status == NFS4_OK)
+		return 0;
+	rpc_set_error(rpc, "NFS4: %s failed with NFS4ERR_%s", what,
+		      nfs4_status_name((int)res->status));
+	return nfs4_status_lost_state((int)res->status) ? -ENOTCONN
+							: nfs4_status_errno((int)res->status);
+}
 
-	if (!nfs4_find_res(res, OP_READ, false, &r) || r.nfs_resop4_u.opread.status != NFS4_OK)
-		return -EPROTO;
-	ok = r.nfs_resop4_u.opread.READ4res_u.resok4;
-	if (ok.data.data_len > out->size)
-		return -EPROTO;
-	memcpy(out->buf, ok.data.data_val, ok.data.data_len);
-	out->got = ok.data.data_len;
+static void read_cb(struct rpc_context *rpc, int status, void *data, void *private_data)
+{
+	COMPOUND4res *res = data;
+	READ4resok *ok = NULL;
+	nfs_resop4 r;
+	int err = reply_err(rpc, status, res, "READ");
+
+	if (err == 0 && !nfs4_find_res(res, OP_READ, false, &r))
+		err = -EPROTO;
+	else if (err == 0)
+		ok = &r.nfs_resop4_u.opread.READ4res_u.resok4;
+	nfs_rchunk_done(private_data, err, ok ? ok->data.data_val : NULL,
+			ok ? ok->data.data_len : 0, ok && ok->eof);
+}
+
+static int read_chunk(struct nfs_conn *conn, const struct nfs_rtarget *t, struct nfs_raseg *s,
+		      uint64_t off, size_t len)
+{
+	nfs_argop4 op[2];
+	COMPOUND4args args;
+	READ4args *ra;
+
+	memset(op, 0, sizeof(op));
+	op[0].argop = OP_PUTFH;
+	op[0].nfs_argop4_u.opputfh.object.nfs_fh4_len = t->fhlen;
+	op[0].nfs_argop4_u.opputfh.object.nfs_fh4_val = (char *)t->fh;
+	op[1].argop = OP_READ;
+	ra = &op[1].nfs_argop4_u.opread;
+	ra->stateid = *(const stateid4 *)t->stateid;
+	ra->offset = off;
+	ra->count = (count4)len;
+	memset(&args, 0, sizeof(args));
+	args.argarray.argarray_len = 2;
+	args.argarray.argarray_val = op;
+	if (rpc_nfs4_compound_async(nfs_get_rpc_context(conn->nfs), read_cb, &args, s) != 0)
+		return -ENOMEM;
 	return 0;
 }
 
-ssize_t nfs4_file_read(struct nfs_conn *conn, struct nfs4_file *f, uint64_t off, size_t size,
-		       void *buf)
+void nfs4_rtarget(struct nfs_conn *conn, struct nfs4_file *f, struct nfs_rtarget *t)
 {
-	struct read_out out = { buf, size, 0 };
-	READ4args *ra;
-	struct v4_ops o;
-	int rc;
-
-	nfs4_ops_init(&o);
-	nfs4_ops_putfh(&o, f->fh, f->fhlen);
-	ra = &nfs4_ops_add(&o, OP_READ)->nfs_argop4_u.opread;
-	ra->stateid = f->stateid;
-	ra->offset = off;
-	ra->count = (count4)size;
-	rc = nfs4_ops_run(conn->nfs, &o, decode_read, &out);
-	nfs4_ops_free(&o);
-	return rc ? rc : (ssize_t)out.got;
+	*t = (struct nfs_rtarget){
+		.send = read_chunk,
+		.fh = f->fh,
+		.fhlen = f->fhlen,
+		.stateid = &f->stateid,
+		.chunk = conn->readmax,
+	};
 }
 
 static int decode_commit(struct v4_call *c, COMPOUND4res *res, int err)
@@ -416,24 +442,12 @@ static void write_cb(struct rpc_context *rpc, int status, void *data, void *priv
 	COMPOUND4res *res = data;
 	WRITE4resok *ok = NULL;
 	nfs_resop4 r;
-	int err = 0;
+	int err = reply_err(rpc, status, res, "WRITE");
 
-	if (status == RPC_STATUS_TIMEOUT || status == RPC_STATUS_CANCEL) {
-		err = -ETIMEDOUT;
-	} else if (status != RPC_STATUS_SUCCESS || !res) {
-		err = -ECONNRESET;
-	} else if (res->status != NFS4_OK) {
-		/* lost open state: sent again after the file is opened anew */
-		err = nfs4_status_lost_state((int)res->status)
-			      ? -ENOTCONN
-			      : nfs4_status_errno((int)res->status);
-		rpc_set_error(rpc, "NFS4: WRITE failed with NFS4ERR_%s",
-			      nfs4_status_name((int)res->status));
-	} else if (!nfs4_find_res(res, OP_WRITE, false, &r)) {
+	if (err == 0 && !nfs4_find_res(res, OP_WRITE, false, &r))
 		err = -EPROTO;
-	} else {
+	else if (err == 0)
 		ok = &r.nfs_resop4_u.opwrite.WRITE4res_u.resok4;
-	}
 	nfs_wchunk_done(private_data, err, ok ? ok->count : 0, ok && ok->committed == FILE_SYNC4,
 			ok ? ok->writeverf : NULL);
 }

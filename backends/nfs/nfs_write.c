@@ -65,6 +65,7 @@ struct nfs_wb {
 	GQueue ents;		 /* struct nfs_wbent, in the order sent */
 	uint64_t inflight;	 /* bytes in flight */
 	uint64_t kept;		 /* bytes kept, in flight or not */
+	uint64_t writes;	 /* nfs_wb_write() calls (atomic) */
 	int err;		 /* the file's first write error */
 	struct nfs_conn *retire; /* a context that lost the file's NFSv4 open (not a reference) */
 	bool orphan;		 /* unreferenced: the last reply frees it */
@@ -239,6 +240,9 @@ void nfs_wb_free(struct nfs_loc *loc, struct nfs_wb *wb)
 	g_ptr_array_remove_fast(list, wb);
 	if (list->len == 0)
 		g_hash_table_remove(loc->wb_files, wb->node);
+	/* Its writes leave the node's sum (nfs_wb_node_gen()): a change all the same. */
+	if (__atomic_load_n(&wb->writes, __ATOMIC_RELAXED) > 0)
+		nfs_ra_changed(loc);
 	g_mutex_unlock(&loc->wb_lock);
 	wb_unref(wb);
 }
@@ -318,6 +322,7 @@ int nfs_wb_write(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_wtar
 	int timeout = nfs_get_timeout(conn->nfs);
 	int rc = 0;
 
+	__atomic_add_fetch(&wb->writes, 1, __ATOMIC_RELAXED); /* before: see nfs_wb_node_gen() */
 	nfs_set_timeout(conn->nfs, 0);
 	for (size_t done = 0; done < size && rc == 0;) {
 		struct nfs_wbent *e = g_new0(struct nfs_wbent, 1);
@@ -575,6 +580,29 @@ void nfs_wb_node_size(struct nfs_loc *loc, struct ff_pathnode *node, struct stat
 				st->st_size = (off_t)(e->off + e->len);
 		}
 		g_mutex_unlock(&wb->lock);
+	}
+	g_mutex_unlock(&loc->wb_lock);
+}
+
+void nfs_ra_changed(struct nfs_loc *loc)
+{
+	__atomic_add_fetch(&loc->ra_gen, 1, __ATOMIC_RELAXED);
+}
+
+/* The node's part is the sum of its open files' writes: it only grows but when a written file
+ * closes, which counts on the location's part. */
+void nfs_wb_node_gen(struct nfs_loc *loc, struct ff_pathnode *node, struct nfs_gen *gen)
+{
+	GPtrArray *list;
+
+	gen->node = 0;
+	g_mutex_lock(&loc->wb_lock);
+	gen->loc = __atomic_load_n(&loc->ra_gen, __ATOMIC_RELAXED);
+	list = g_hash_table_lookup(loc->wb_files, node);
+	for (guint i = 0; list && i < list->len; i++) {
+		struct nfs_wb *wb = list->pdata[i];
+
+		gen->node += __atomic_load_n(&wb->writes, __ATOMIC_RELAXED);
 	}
 	g_mutex_unlock(&loc->wb_lock);
 }

@@ -117,6 +117,7 @@ struct smb_loc {
 	GThreadPool *writers;	 /* write-behind: threads that write files' queued data */
 	GThreadPool *readers;	 /* read-ahead: threads that read blocks of files ahead */
 	uint64_t wb_window;	 /* bytes per file written behind (write-behind=) */
+	bool read_ahead;	 /* read-ahead= is not 0 */
 	uint64_t wb_queued;	 /* bytes queued by all its files (atomic; changed under wlock) */
 	struct smb_watch *watch; /* changes by others (smb_watch.c), or NULL */
 	GMutex names_lock;	 /* a leaf lock, for names */

@@ -203,7 +203,7 @@ static void smb_opened(struct smb_loc *loc, struct smb_file *fh)
 	g_ptr_array_add(o->fhs, fh);
 	if ((fh->flags & O_ACCMODE) != O_RDONLY)
 		o->writers++;
-	if ((fh->flags & O_ACCMODE) != O_WRONLY)
+	if ((fh->flags & O_ACCMODE) != O_WRONLY && loc->read_ahead)
 		fh->ra = smb_ra_new();
 	g_mutex_unlock(&loc->wlock);
 }

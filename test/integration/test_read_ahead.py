@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Read-ahead on smb:// (README "SMB locations"): a file read sequentially is read ahead of the
-kernel's requests, so what the daemon holds must never be served once the file changed. Reads
-here are O_DIRECT (past the kernel's page cache, so each reaches the daemon), 1 MiB at a time as
-cp and dd read. A write through another descriptor, a truncation, and another client's change
-on the server ahead of the reader are all seen by its next read; random reads return what the
-file holds. nfs3 and nfs4 run the same checks (their reads are the library's own pipeline);
-file:// the random reads (a local read is spliced or copied depending on its size)."""
+"""Read-ahead on nfs:// and smb:// (read-ahead=, README "NFS locations" and "SMB locations"): a
+file read sequentially is read ahead of the kernel's requests, so what the daemon holds must
+never be served once the file changed. Reads here are O_DIRECT (past the kernel's page cache,
+so each reaches the daemon), 1 MiB at a time as cp and dd read. A write through another
+descriptor, a truncation, and another client's change on the server ahead of the reader are all
+seen by its next read; random reads return what the file holds, with read-ahead and without
+(read-ahead=0); a reply sent from what was read ahead survives the reader closing the file at
+once. file:// runs the random reads (a local read is spliced or copied depending on its
+size)."""
 
 import mmap
 import os
@@ -37,7 +39,7 @@ class Reader:
         os.close(self.fd)
 
 
-def prepare(mount_factory, kind, size, tmp=None):
+def prepare(mount_factory, kind, size, tmp=None, keys=None):
     if kind == "file":
         d = str(tmp)
         uri = "file://" + d
@@ -45,7 +47,7 @@ def prepare(mount_factory, kind, size, tmp=None):
         uri, d = export_dir(kind)
     data = random.Random(kind).randbytes(size)
     write_file(os.path.join(d, "f"), data)
-    m = mount_factory(ns_text=namespace_text([("/x", [uri], None)])).start()
+    m = mount_factory(ns_text=namespace_text([("/x", [uri], keys)])).start()
     return m, os.path.join(m.mnt, "x", "f"), os.path.join(d, "f"), data
 
 
@@ -98,9 +100,11 @@ def test_sequential_read_sees_another_clients_change(mount_factory, kind):
         r.close()
 
 
-@pytest.mark.parametrize("kind", ["file"] + KINDS)
-def test_random_and_sequential_reads_return_the_data(mount_factory, tmp_path, kind):
-    m, path, _, data = prepare(mount_factory, kind, 24 * MiB + 12345, tmp_path)
+@pytest.mark.parametrize("kind,ahead", [("file", None)] + [(k, None) for k in KINDS] +
+                         [(k, "0") for k in KINDS])
+def test_random_and_sequential_reads_return_the_data(mount_factory, tmp_path, kind, ahead):
+    keys = None if ahead is None else {"read-ahead": ahead}
+    m, path, _, data = prepare(mount_factory, kind, 24 * MiB + 12345, tmp_path, keys)
     rnd = random.Random(1)
     fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
     buf = mmap.mmap(-1, 3 * MiB)
@@ -118,3 +122,20 @@ def test_random_and_sequential_reads_return_the_data(mount_factory, tmp_path, ki
     # and a plain read through the page cache, as cp reads
     with open(path, "rb") as f:
         assert f.read() == data
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_closing_right_after_the_last_reply(mount_factory, kind):
+    """The kernel may hand the file's release to the daemon as soon as it has the last read's
+    reply, while the thread that sent it from the read-ahead still returns: reading files to
+    their end and closing them at once, many times, must neither crash the daemon (nor, under
+    AddressSanitizer, touch what the release freed) nor lose a byte."""
+    m, path, _, data = prepare(mount_factory, kind, 6 * MiB + 4096)
+    for _ in range(25):
+        r = Reader(path)
+        try:
+            got = b"".join(r.block(k) for k in range(7))
+        finally:
+            r.close()
+        assert got == data
+    assert os.path.getsize(path) == len(data)  # the daemon still answers

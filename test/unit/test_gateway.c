@@ -107,7 +107,7 @@ static void test_defaults(void)
 	const char *missing = "unset";
 	const struct ff_backend_ops *o =
 		ff_gw_complete_ops(&minimal_ops, FF_BACKEND_ABI_MINOR, &missing);
-	struct ff_location_spec spec = { .write_behind = -1 };
+	struct ff_location_spec spec = { .write_behind = -1, .read_ahead = -1 };
 	char buf[8];
 
 	g_assert_nonnull(o);
@@ -174,7 +174,7 @@ static void fake_read_done(void *loc, ff_fh *fh, void *ref)
 static void test_older_minor(void)
 {
 	struct ff_backend_ops ops = minimal_ops;
-	struct ff_location_spec spec = { .write_behind = -1 };
+	struct ff_location_spec spec = { .write_behind = -1, .read_ahead = -1 };
 	const struct ff_backend_ops *o;
 	const char *missing = NULL;
 

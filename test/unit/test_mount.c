@@ -108,7 +108,7 @@ static void test_junction_write_behind(void)
 {
 	struct ff_mounts *mounts = ff_mounts_new();
 	struct ff_location a = loc("file:///srv/a"), b = loc("file:///srv/b");
-	struct ff_mount *plain, *held, *held_again, *j1, *j2;
+	struct ff_mount *plain, *held, *held_again, *j1, *j2, *j3, *ra_off;
 
 	g_assert_cmpint(a.spec.write_behind, ==, -1); /* not given: the backend's default */
 	plain = ff_mounts_get(mounts, "/a", &a, 1.0, NULL);
@@ -123,6 +123,16 @@ static void test_junction_write_behind(void)
 	j2 = ff_mounts_get(mounts, NULL, &b, 1.0, held);
 	g_assert_cmpint(j1->loc.spec.write_behind, ==, -1);
 	g_assert_cmpint(j2->loc.spec.write_behind, ==, 16);
+	/* read-ahead= the same way */
+	g_assert_cmpint(a.spec.read_ahead, ==, -1);
+	a.spec.read_ahead = 0;
+	ra_off = ff_mounts_get(mounts, "/a", &a, 1.0, NULL);
+	g_assert_true(ra_off != held);
+	j3 = ff_mounts_get(mounts, NULL, &b, 1.0, ra_off);
+	g_assert_cmpint(j3->loc.spec.read_ahead, ==, 0);
+	g_assert_cmpint(j2->loc.spec.read_ahead, ==, -1);
+	ff_mount_unref(j3);
+	ff_mount_unref(ra_off);
 	g_assert_true(j1 != j2);
 	ff_mount_unref(j1);
 	ff_mount_unref(j2);

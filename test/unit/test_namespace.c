@@ -1123,6 +1123,47 @@ static void test_write_behind(void)
 			  "3: write-behind: '8M' is not a whole number of MiB from 0 to 1024");
 }
 
+/* read-ahead= (MiB, 0 to 64) in [namespace] (the referrals' default) or a referral: carried to
+ * every location's spec; -1 when not given, the backend's default. */
+static void test_read_ahead(void)
+{
+	const struct ff_referral *r;
+	struct ff_namespace *ns;
+	char *text;
+
+	ns = load_ok("[/a]\nlocations=nfs://h/x;smb://nas/s\n", NULL, NULL);
+	g_assert_cmpint(ns->read_ahead, ==, -1);
+	r = g_ptr_array_index(ns->referrals, 0);
+	g_assert_cmpint(loc_at(r, 0)->spec.read_ahead, ==, -1);
+	g_assert_cmpint(loc_at(r, 1)->spec.read_ahead, ==, -1);
+	text = ff_namespace_describe(ns);
+	g_assert_null(strstr(text, "read-ahead"));
+	g_free(text);
+	ff_namespace_unref(ns);
+
+	ns = load_ok("[/a]\nlocations=nfs://h/x\n"
+		     "[/b]\nlocations=nfs://h/y;smb://nas/s\nread-ahead=0\n"
+		     "[namespace]\nread-ahead=16\n",
+		     NULL, NULL);
+	g_assert_cmpint(ns->read_ahead, ==, 16);
+	r = ff_namespace_resolve(ns, "/a", NULL);
+	g_assert_cmpint(loc_at(r, 0)->spec.read_ahead, ==, 16);
+	r = ff_namespace_resolve(ns, "/b", NULL);
+	g_assert_cmpint(r->read_ahead, ==, 0);
+	g_assert_cmpint(loc_at(r, 0)->spec.read_ahead, ==, 0);
+	g_assert_cmpint(loc_at(r, 1)->spec.read_ahead, ==, 0);
+	text = ff_namespace_describe(ns);
+	g_assert_nonnull(strstr(text, "\nread-ahead=16\n"));
+	g_assert_nonnull(strstr(text, " read-ahead=0"));
+	g_free(text);
+	ff_namespace_unref(ns);
+
+	expect_load_error("[/a]\nlocations=nfs://h/x\nread-ahead=4k\n",
+			  "3: read-ahead: '4k' is not a whole number of MiB from 0 to 64");
+	expect_load_error("[namespace]\nread-ahead=65\n",
+			  "2: read-ahead: '65' is not a whole number of MiB from 0 to 64");
+}
+
 static int check_refuse_smb(const struct ff_location_spec *spec, void *data, char **msg)
 {
 	if (strcmp(spec->scheme, "smb") == 0) {
@@ -1431,6 +1472,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/namespace/identity/per-user", test_identity_per_user);
 	g_test_add_func("/namespace/identity/sec-krb5", test_sec_krb5);
 	g_test_add_func("/namespace/write-behind", test_write_behind);
+	g_test_add_func("/namespace/read-ahead", test_read_ahead);
 	g_test_add_func("/namespace/nsdb/groups", test_nsdb);
 	g_test_add_func("/namespace/nsdb/fsn-location", test_nsdb_fsn_location);
 	g_test_add_func("/namespace/robustness/location", test_fuzz_location);
