@@ -127,14 +127,15 @@ def test_random_and_sequential_reads_return_the_data(mount_factory, tmp_path, ki
 @pytest.mark.parametrize("kind", KINDS)
 def test_closing_right_after_the_last_reply(mount_factory, kind):
     """The kernel may hand the file's release to the daemon as soon as it has the last read's
-    reply, while the thread that sent it from the read-ahead still returns: reading files to
-    their end and closing them at once, many times, must neither crash the daemon (nor, under
-    AddressSanitizer, touch what the release freed) nor lose a byte."""
-    m, path, _, data = prepare(mount_factory, kind, 6 * MiB + 4096)
-    for _ in range(25):
+    reply, while the thread that sent it from what was read ahead still returns (a crash once,
+    fedfuse/file.c; the window is microseconds, so this rarely lands in it): reading a file to
+    its end and closing it at once, many times, gives every byte and leaves the daemon
+    answering."""
+    m, path, _, data = prepare(mount_factory, kind, 3 * MiB + 4096)
+    for _ in range(60):
         r = Reader(path)
         try:
-            got = b"".join(r.block(k) for k in range(7))
+            got = b"".join(r.block(k) for k in range(4))
         finally:
             r.close()
         assert got == data
