@@ -263,7 +263,7 @@ static int smb_parse_query(const char *query, struct smb_target *t, char **msg)
 		n = strtoul(*o + strlen("connections="), &end, 10);
 		if (errno || !end || *end || end == *o + strlen("connections=") || n < 1 ||
 		    n > SMB_MAX_CONNECTIONS) {
-			*msg = g_strdup_printf("connections= in smb URI must be 1 to %d",
+			*msg = g_strdup_printf("'%s' in smb URI: connections must be 1 to %d", *o,
 					       SMB_MAX_CONNECTIONS);
 			rc = -EINVAL;
 			break;

@@ -415,13 +415,15 @@ int smb_pool_probe(struct smb_loc *loc);
 void smb_pool_destroy(struct smb_pool *pool);
 /* Check out an idle context, or a new one. for_open prefers a context without open files, so
  * that files opened one after another can later be read in parallel. Waits at most the
- * location's timeout for a context to become free. */
+ * location's timeout for a context to become free, or for a new one to connect; -EINTR when
+ * the caller is interrupted meanwhile. */
 int smb_pool_get(struct smb_pool *pool, bool for_open, struct smb_conn **conn);
 /* The same, but only a context whose connection is up already: -EIO when there is none. */
 int smb_pool_get_live(struct smb_pool *pool, struct smb_conn **conn);
 /* Check out the context a handle belongs to: -EIO when its connection was lost. Waits at most
  * the timeout for it, or, when patient (release must not leave a file open), until it is free:
- * whoever holds it gives it back within its own timeout. */
+ * whoever holds it gives it back within its own timeout. Not patient, an interrupted caller
+ * stops waiting (-EINTR). */
 int smb_pool_get_conn(struct smb_pool *pool, struct smb_conn *conn, bool patient);
 /* Check a context back in. rc is the operation's result: a lost connection retires it. */
 void smb_pool_put(struct smb_pool *pool, struct smb_conn *conn, int rc);

@@ -516,6 +516,11 @@ void smb_pool_destroy(struct smb_pool *pool)
 {
 	if (!pool->live)
 		return;
+	g_mutex_lock(&pool->lock);
+	while (pool->creating >
+	       0) /* creators left by interrupted callers: bounded by the timeout */
+		g_cond_wait(&pool->cond, &pool->lock);
+	g_mutex_unlock(&pool->lock);
 	for (guint i = 0; i < pool->live->len; i++)
 		smb_pool_reap(pool, pool->live->pdata[i]);
 	g_ptr_array_set_size(pool->live, 0);
@@ -562,73 +567,167 @@ static void smb_auth_failed(struct smb_pool *pool, const char *why)
 			  (int)(SMB_AUTH_HOLDOFF_US / G_USEC_PER_SEC));
 }
 
-static int pool_get(struct smb_pool *pool, bool for_open, bool may_create, struct smb_conn **out)
+/*
+ * A context being made for a caller. The connection is made on a thread of its own, so that
+ * the caller can leave when interrupted (libsmbclient's logon cannot be cut short: its
+ * sockets are not known until it is done); the attempt goes on, and a context made for a
+ * caller who left joins the pool idle. Pool lock.
+ */
+struct smb_creation {
+	struct smb_pool *pool;
+	int rc;
+	bool done;
+	bool abandoned;	       /* the caller left: the creator frees this */
+	struct smb_conn *conn; /* checked out for the caller once done, or NULL */
+};
+
+static void creation_finish(struct smb_creation *cr, struct smb_conn *conn, int rc)
 {
-	gint64 deadline = g_get_monotonic_time() + (gint64)pool->loc->timeout_ms * 1000;
+	struct smb_pool *pool = cr->pool;
+	bool mine;
+
+	if (rc == -EACCES || rc == -EPERM) {
+		smb_auth_failed(pool, NULL);
+		rc = -EACCES;
+	}
+	g_mutex_lock(&pool->lock);
+	pool->creating--;
+	mine = !cr->abandoned;
+	if (rc == 0) {
+		conn->busy = mine;
+		g_ptr_array_add(pool->live, conn);
+		pool->auth_logged = false;
+		pool->auth_holdoff_until = 0;
+	}
+	if (mine) {
+		cr->rc = rc;
+		cr->conn = rc == 0 ? conn : NULL;
+		cr->done = true;
+	}
+	g_cond_broadcast(&pool->cond); /* a new context, or a failed creation's free slot */
+	g_mutex_unlock(&pool->lock);
+	if (!mine)
+		g_free(cr);
+}
+
+static gpointer creator(gpointer data)
+{
+	struct smb_creation *cr = data;
 	struct smb_conn *conn = NULL;
 	int rc;
 
+	smb_lib_lock();
+	rc = smb_conn_new(cr->pool, &conn);
+	smb_lib_unlock();
+	creation_finish(cr, conn, rc);
+	return NULL;
+}
+
+/* The caller leaves before its creation is seen through (pool lock held). */
+static void creation_abandon(struct smb_pool *pool, struct smb_creation *cr)
+{
+	if (!cr->done) {
+		cr->abandoned = true; /* its context joins the pool idle */
+		return;
+	}
+	if (cr->conn) {
+		cr->conn->busy = false;
+		g_cond_broadcast(&pool->cond);
+	}
+	g_free(cr);
+}
+
+/* Wait on the pool's condition with its lock held: false once `deadline` (0: none) has passed,
+ * or when the caller was interrupted (*rc = -EINTR). */
+static bool pool_wait(struct smb_pool *pool, gint64 deadline, int *rc)
+{
+	gint64 now = g_get_monotonic_time(), until = now + G_USEC_PER_SEC / 10;
+
+	if (deadline && now >= deadline) {
+		*rc = -ETIMEDOUT;
+		return false;
+	}
+	g_cond_wait_until(&pool->cond, &pool->lock, deadline ? MIN(until, deadline) : until);
+	if (smb_interrupted()) {
+		*rc = -EINTR;
+		return false;
+	}
+	return true;
+}
+
+/* Called with the pool lock held, which it drops: the context checked out. */
+static int checked_out(struct smb_pool *pool, struct smb_conn *conn, struct smb_conn **out)
+{
+	g_mutex_unlock(&pool->lock);
+	smb_lib_lock();
+	smb_sock_watch(conn, true);
+	*out = conn;
+	return 0;
+}
+
+static int pool_get(struct smb_pool *pool, bool for_open, bool may_create, struct smb_conn **out)
+{
+	gint64 deadline = g_get_monotonic_time() + (gint64)pool->loc->timeout_ms * 1000;
+	struct smb_creation *cr = NULL;
+	GThread *t;
+	int rc = 0;
+
+	*out = NULL;
 	g_mutex_lock(&pool->lock);
 	for (;;) {
 		struct smb_conn *best = NULL;
-		bool can_create = pool->live->len + pool->creating < pool->max;
+		bool can_create = may_create && !cr && pool->live->len + pool->creating < pool->max;
 
+		if (cr && cr->done) { /* ours: its context is checked out for us already */
+			rc = cr->rc;
+			if (rc == 0)
+				rc = checked_out(pool, cr->conn, out);
+			else
+				g_mutex_unlock(&pool->lock);
+			g_free(cr);
+			return rc;
+		}
 		if (!may_create && pool->live->len == 0) {
 			g_mutex_unlock(&pool->lock);
 			return -EIO;
 		}
-		can_create = can_create && may_create;
-
 		for (guint i = 0; i < pool->live->len; i++) {
 			struct smb_conn *c = pool->live->pdata[i];
 
 			if (!c->busy && (!best || c->nfiles < best->nfiles))
 				best = c;
 		}
-		if (best && !(for_open && best->nfiles > 0 && can_create)) {
+		if (best && !(for_open && best->nfiles > 0 && (can_create || cr))) {
 			best->busy = true;
-			g_mutex_unlock(&pool->lock);
-			smb_lib_lock();
-			smb_sock_watch(best, true);
-			*out = best;
-			return 0;
+			if (cr)
+				creation_abandon(pool, cr);
+			return checked_out(pool, best, out);
 		}
-		if (can_create)
+		if (can_create) {
+			if (g_get_monotonic_time() < pool->auth_holdoff_until) {
+				g_mutex_unlock(&pool->lock);
+				return -EACCES;
+			}
+			cr = g_new0(struct smb_creation, 1);
+			cr->pool = pool;
+			pool->creating++;
+			t = g_thread_try_new("smb-connect", creator, cr, NULL);
+			if (t) {
+				g_thread_unref(t);
+			} else {
+				g_mutex_unlock(&pool->lock);
+				creator(cr); /* no thread: made here, not interruptible */
+				g_mutex_lock(&pool->lock);
+			}
+			continue;
+		}
+		/* A creation of ours is bounded by the timeout itself: it is waited for whole. */
+		if (!pool_wait(pool, cr ? 0 : deadline, &rc))
 			break;
-		if (!g_cond_wait_until(&pool->cond, &pool->lock, deadline)) {
-			g_mutex_unlock(&pool->lock);
-			return -ETIMEDOUT;
-		}
 	}
-	if (g_get_monotonic_time() < pool->auth_holdoff_until) {
-		g_mutex_unlock(&pool->lock);
-		return -EACCES;
-	}
-	pool->creating++;
+	if (cr)
+		creation_abandon(pool, cr);
 	g_mutex_unlock(&pool->lock);
-
-	smb_lib_lock();
-	rc = smb_conn_new(pool, &conn);
-	if (rc)
-		smb_lib_unlock();
-	if (rc == -EACCES || rc == -EPERM) {
-		smb_auth_failed(pool, NULL);
-		rc = -EACCES;
-	}
-
-	g_mutex_lock(&pool->lock);
-	pool->creating--;
-	if (rc == 0) {
-		conn->busy = true;
-		g_ptr_array_add(pool->live, conn);
-		pool->auth_logged = false;
-		pool->auth_holdoff_until = 0;
-	}
-	g_cond_broadcast(&pool->cond); /* a failed creation frees its slot */
-	g_mutex_unlock(&pool->lock);
-	if (rc == 0)
-		smb_sock_watch(conn, true);
-	*out = conn;
 	return rc;
 }
 
@@ -645,14 +744,15 @@ int smb_pool_get_live(struct smb_pool *pool, struct smb_conn **out)
 int smb_pool_get_conn(struct smb_pool *pool, struct smb_conn *conn, bool patient)
 {
 	gint64 deadline = g_get_monotonic_time() + (gint64)pool->loc->timeout_ms * 1000;
+	int rc;
 
 	g_mutex_lock(&pool->lock);
 	while (conn->busy && !conn->broken) {
 		if (patient) {
 			g_cond_wait(&pool->cond, &pool->lock);
-		} else if (!g_cond_wait_until(&pool->cond, &pool->lock, deadline)) {
+		} else if (!pool_wait(pool, deadline, &rc)) {
 			g_mutex_unlock(&pool->lock);
-			return -ETIMEDOUT;
+			return rc;
 		}
 	}
 	if (conn->broken) {
