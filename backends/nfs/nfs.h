@@ -307,6 +307,11 @@ int nfs_event_loop(struct nfs_context *nfs, const int *done, gint64 deadline);
 /* One turn of that loop: wait at most 100 ms for the context's socket and serve it. 0, or
  * -ETIMEDOUT past `deadline`, -EINTR, -ECONNRESET as nfs_event_loop(). */
 int nfs_event_step(struct nfs_context *nfs, gint64 deadline);
+/* The same for a reply to an RPC of ours sent at `sent` (monotonic µs) with no libnfs timeout
+ * (nfs_write.c says why): once the server has answered nothing for the location's timeout, the
+ * log says so (it answered no `what`), *expired is set and it returns -ETIMEDOUT. */
+int nfs_rpc_step(struct nfs_loc *loc, struct nfs_conn *conn, gint64 sent, gint64 deadline,
+		 const char *what, bool *expired);
 /* The module's attach(): nfs_event_loop() asks the core whether its caller was interrupted (it
  * then returns -EINTR, and the caller abandons its call as after a timeout). */
 void nfs_attach(const struct ff_host *host);

@@ -110,6 +110,24 @@ int nfs_event_step(struct nfs_context *nfs, gint64 deadline)
 	return 0;
 }
 
+int nfs_rpc_step(struct nfs_loc *loc, struct nfs_conn *conn, gint64 sent, gint64 deadline,
+		 const char *what, bool *expired)
+{
+	gint64 expire = sent + (gint64)loc->timeout_ms * 1000;
+	int rc;
+
+	*expired = false;
+	if (g_get_monotonic_time() < expire) {
+		rc = nfs_event_step(conn->nfs, MIN(deadline, expire));
+		/* -ETIMEDOUT: the caller's deadline, unless the server's time came first */
+		if (rc != -ETIMEDOUT || expire > deadline || g_get_monotonic_time() < expire)
+			return rc;
+	}
+	g_warning("%s: the server answered no %s for %d ms", loc->uri, what, loc->timeout_ms);
+	*expired = true;
+	return -ETIMEDOUT;
+}
+
 int nfs_event_loop(struct nfs_context *nfs, const int *done, gint64 deadline)
 {
 	while (!*done) {

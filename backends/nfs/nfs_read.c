@@ -205,19 +205,10 @@ static int refill(struct nfs_ra *ra, struct nfs_conn *conn, const struct nfs_rta
 static int seg_wait(struct nfs_loc *loc, struct nfs_conn *conn, struct nfs_raseg *s,
 		    gint64 deadline)
 {
-	gint64 expire = s->sent + (gint64)loc->timeout_ms * 1000;
-
 	while (!s->done) {
-		int rc;
+		bool expired;
+		int rc = nfs_rpc_step(loc, conn, s->sent, deadline, "READ", &expired);
 
-		if (g_get_monotonic_time() >= expire) {
-			g_warning("%s: the server answered no READ for %d ms", loc->uri,
-				  loc->timeout_ms);
-			return -ETIMEDOUT;
-		}
-		rc = nfs_event_step(conn->nfs, MIN(deadline, expire));
-		if (rc == -ETIMEDOUT && g_get_monotonic_time() >= expire && expire <= deadline)
-			continue; /* the server's timeout, said above */
 		if (rc)
 			return rc;
 	}

@@ -424,7 +424,8 @@ static int serve(struct nfs_loc *loc, struct nfs_wb *wb, struct nfs_conn *conn, 
 {
 	for (;;) {
 		struct nfs_conn *c;
-		gint64 sent = 0, expire;
+		gint64 sent = 0;
+		bool expired;
 		int rc;
 
 		g_mutex_lock(&wb->lock);
@@ -440,20 +441,14 @@ static int serve(struct nfs_loc *loc, struct nfs_wb *wb, struct nfs_conn *conn, 
 			nfs_conn_unref(c);
 		if (c != conn)
 			return 0;
-		expire = sent + (gint64)loc->timeout_ms * 1000;
-		if (g_get_monotonic_time() >= expire) {
-			g_warning("%s: the server answered no WRITE for %d ms", loc->uri,
-				  loc->timeout_ms);
+		rc = nfs_rpc_step(loc, conn, sent, deadline, "WRITE", &expired);
+		if (expired) {
 			g_mutex_lock(&wb->lock);
 			if (!wb->err)
 				wb->err = -ETIMEDOUT;
 			g_mutex_unlock(&wb->lock);
 			*retire = true;
-			return -ETIMEDOUT;
 		}
-		rc = nfs_event_step(conn->nfs, MIN(deadline, expire));
-		if (rc == -ETIMEDOUT && g_get_monotonic_time() >= expire && expire <= deadline)
-			continue; /* the server's timeout, not the caller's: said above */
 		if (rc)
 			return rc;
 	}

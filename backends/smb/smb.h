@@ -428,8 +428,9 @@ int smb_pool_get_conn(struct smb_pool *pool, struct smb_conn *conn, bool patient
 /* Check a context back in. rc is the operation's result: a lost connection retires it. */
 void smb_pool_put(struct smb_pool *pool, struct smb_conn *conn, int rc);
 /* Retired contexts may still hold files open on the server (a file whose connection hung
- * is closed by the reaper): wait until they are freed, at most the timeout. True when there
- * were any, i.e. a sharing violation (EBUSY) may be gone now. */
+ * is closed by the reaper): wait until they are freed, at most the timeout or until the
+ * caller is interrupted. True when there were any, i.e. a sharing violation (EBUSY) may be
+ * gone now. */
 bool smb_pool_wait_reaped(struct smb_pool *pool);
 /* Account an open file to / release it from a context (called while it is checked out). */
 void smb_pool_file_opened(struct smb_pool *pool, struct smb_conn *conn);

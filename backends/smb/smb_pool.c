@@ -814,10 +814,11 @@ bool smb_pool_wait_reaped(struct smb_pool *pool)
 {
 	gint64 deadline = g_get_monotonic_time() + (gint64)pool->loc->timeout_ms * 1000;
 	bool waited;
+	int rc;
 
 	g_mutex_lock(&pool->lock);
 	waited = pool->reaping > 0;
-	while (pool->reaping > 0 && g_cond_wait_until(&pool->cond, &pool->lock, deadline))
+	while (pool->reaping > 0 && pool_wait(pool, deadline, &rc))
 		;
 	g_mutex_unlock(&pool->lock);
 	return waited;

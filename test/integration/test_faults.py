@@ -532,6 +532,47 @@ def test_server_killed_during_1gib_copy(servers, trees, tmp_path, mount_factory,
 
 
 @pytest.mark.parametrize("kind", ["nfs3", "nfs4", "smb"])
+def test_close_with_writes_in_flight_on_frozen_server(servers, trees, mount_factory, kind):
+    """Issue 16, nothing lost silently: a file written while its server is stopped (write()
+    answers once the data is copied and its WRITEs sent) fails its close() with ETIMEDOUT or
+    EIO within the location's timeout (3 s here) and a few seconds, when no WRITE is answered;
+    the mount works again once the server does."""
+    need_module(kind)
+    t = trees(servers.env, kind)
+    m = mount_factory(ns_text=ns_text([("/r", [t.uri], None)], timeout="3"))
+    expect_down_logs(m, [t.uri])
+    m.expect_log(r"answered no WRITE|(close|flush|release|write)\S* .*failed")
+    m.start()
+    r = os.path.join(m.mnt, "r")
+    fd = os.open(os.path.join(r, "w"), os.O_WRONLY | os.O_CREAT, 0o644)
+    closed = False
+    try:
+        servers.freeze(SERVER_OF[kind])
+        t0 = time.monotonic()
+        try:
+            os.write(fd, os.urandom(MiB))
+            closed = True  # whatever close() says, the descriptor is gone
+            os.close(fd)
+            err = None
+        except OSError as e:
+            err = e
+        took = time.monotonic() - t0
+        assert err is not None and err.errno in (errno.ETIMEDOUT, errno.EIO), \
+            f"{kind}: write and close of a stopped server's file: {err!r}"
+        assert took < 3 + 5, f"{kind}: the failure took {took:.1f} s (timeout 3 s)"
+    finally:
+        servers.cont(SERVER_OF[kind])
+        if not closed:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    data = os.urandom(4096)
+    write_file(os.path.join(t.dir, "f"), data)
+    assert poll(lambda: read_file(os.path.join(r, "f")) == data, RECOVERY)
+
+
+@pytest.mark.parametrize("kind", ["nfs3", "nfs4", "smb"])
 def test_server_killed_during_git_clone(servers, trees, tmp_path, mount_factory, kind, git_env):
     """Issue 19: the same during `git clone` into the referral: git fails, the mount recovers."""
     t, _, m, r = _fault_setup(servers, trees, tmp_path, kind, mount_factory)
