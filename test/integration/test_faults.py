@@ -534,9 +534,9 @@ def test_server_killed_during_1gib_copy(servers, trees, tmp_path, mount_factory,
 @pytest.mark.parametrize("kind", ["nfs3", "nfs4", "smb"])
 def test_close_with_writes_in_flight_on_frozen_server(servers, trees, mount_factory, kind):
     """Issue 16, nothing lost silently: a file written while its server is stopped (write()
-    answers once the data is copied and its WRITEs sent) fails its close() with ETIMEDOUT or
-    EIO within the location's timeout (3 s here) and a few seconds, when no WRITE is answered;
-    the mount works again once the server does."""
+    answers once the data is copied and its WRITEs sent) fails its write() or its close() with
+    ETIMEDOUT or EIO within the location's timeout (3 s here) and a few seconds, when no WRITE
+    is answered; the mount works again once the server does."""
     need_module(kind)
     t = trees(servers.env, kind)
     m = mount_factory(ns_text=ns_text([("/r", [t.uri], None)], timeout="3"))
