@@ -14,6 +14,7 @@
 #include "fedfuse/hidden.h"
 #include "fedfuse/interrupt.h"
 #include "fedfuse/log.h"
+#include "fedfuse/memory.h"
 #include "fedfuse/notify.h"
 
 /* ---- files -------------------------------------------------------------------------------- */
@@ -378,6 +379,10 @@ void ff_file_release(struct ff_state *s, struct ff_file *f)
 	f->inode->opencount--;
 	g_mutex_unlock(&f->inode->lock);
 	ff_remove_hidden(s, f->inode);
+	/* A written file may leave its backend's write buffers free in the heap (main.c's
+	 * keep_big_buffers()): they go back to the system once the writing stops. */
+	if (f->wrote)
+		ff_memory_freed(1);
 out_free:
 	g_free(f->text);
 	g_free(f);
