@@ -385,8 +385,10 @@ int nfs_wb_resend(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_wta
  * -ETIMEDOUT at `deadline`; -ETIMEDOUT when the server answered nothing within the location's
  * timeout (then also the file's error). Never called while holding a lease. */
 int nfs_wb_wait(struct nfs_loc *loc, struct nfs_wb *wb, uint64_t limit, gint64 deadline);
-/* After a COMMIT that answered `verf`: UNSTABLE WRITEs with that verifier are done; the others
- * are to be sent again (-EAGAIN; logged). */
+/* Before a COMMIT: the WRITEs it will cover are those answered UNSTABLE by now (how many). */
+int nfs_wb_commit_begin(struct nfs_wb *wb);
+/* After that COMMIT answered `verf`: the WRITEs it covers with that verifier are done; the
+ * others are to be sent again (-EAGAIN; logged). `verf` NULL: it failed, they are kept. */
 int nfs_wb_committed(struct nfs_loc *loc, struct nfs_wb *wb, const char verf[NFS_VERF_SIZE]);
 /* The file's first write error (sticky), or 0. */
 int nfs_wb_error(struct nfs_wb *wb);

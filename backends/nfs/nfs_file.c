@@ -375,12 +375,24 @@ static void handle_target(struct nfs_handle *h, struct nfs_wtarget *t)
 		nfs3_wtarget(h->conn, h->fh3, sync, t);
 }
 
-/* COMMIT on the handle's context (leased); `verf` gets the server's write verifier. */
-static int commit_leased(struct nfs_handle *h, char verf[NFS_VERF_SIZE])
+/* COMMIT on the handle's context (leased) what the server answered UNSTABLE so far, WRITEs in
+ * flight or not: a changed write verifier makes those it covers to be sent again (-EAGAIN). */
+static int commit_kept(struct nfs_loc *loc, struct nfs_handle *h)
 {
+	char verf[NFS_VERF_SIZE];
+	int rc;
+
+	if (nfs_wb_commit_begin(h->wb) == 0)
+		return 0;
 	if (h->f4)
-		return nfs4_file_commit(h->conn, h->f4, verf);
-	return nfs3_file_commit(h->conn->nfs, h->fh3, verf);
+		rc = nfs4_file_commit(h->conn, h->f4, verf);
+	else
+		rc = nfs3_file_commit(h->conn->nfs, h->fh3, verf);
+	if (rc)
+		nfs_wb_committed(loc, h->wb, NULL);
+	else
+		rc = nfs_wb_committed(loc, h->wb, verf);
+	return rc;
 }
 
 static int settle_once(struct nfs_loc *loc, struct nfs_handle *h, bool commit, gint64 deadline);
@@ -401,7 +413,6 @@ static int settle(struct nfs_loc *loc, struct nfs_handle *h, bool commit, gint64
 static int settle_once(struct nfs_loc *loc, struct nfs_handle *h, bool commit, gint64 deadline)
 {
 	for (int round = 0;; round++) {
-		char verf[NFS_VERF_SIZE];
 		struct nfs_wtarget t;
 		bool resend;
 		int rc;
@@ -423,16 +434,37 @@ static int settle_once(struct nfs_loc *loc, struct nfs_handle *h, bool commit, g
 		if (resend) {
 			rc = nfs_wb_resend(h->wb, h->conn, &t);
 		} else {
-			/* what a changed verifier dropped is sent again next round */
-			rc = commit_leased(h, verf);
-			if (rc == 0)
-				nfs_wb_committed(loc, h->wb, verf);
+			rc = commit_kept(loc, h);
+			if (rc == -EAGAIN)
+				rc = 0; /* what a changed verifier dropped is sent next round */
 		}
 		if (handle_end(h, rc) || ff_errno_is_connection(rc))
 			continue; /* reopened on a fresh context next round */
 		if (rc)
 			return rc;
 	}
+}
+
+/* Let go of what the file keeps without waiting for its WRITEs in flight: COMMIT those the
+ * server answered. With WRITEs to send again (lost with a connection, or dropped by a server
+ * that restarted), or a connection lost meanwhile, the whole file is settled instead. A failure
+ * (but an interruption) becomes the file's error. Called with h->lock held. */
+static int commit_answered(struct nfs_loc *loc, struct nfs_handle *h, gint64 deadline)
+{
+	int rc;
+
+	if (nfs_wb_pending(h->wb, false))
+		return settle(loc, h, true, deadline);
+	rc = handle_begin(loc, h, deadline);
+	if (rc == 0) {
+		rc = commit_kept(loc, h);
+		if (handle_end(h, rc == -EAGAIN ? 0 : rc) || rc == -EAGAIN ||
+		    ff_errno_is_connection(rc))
+			return settle(loc, h, true, deadline);
+	}
+	if (rc && rc != -EINTR)
+		nfs_wb_fail(h->wb, rc);
+	return rc;
 }
 
 ssize_t nfs_write_file(void *l, const struct ff_cred *cred, ff_fh *fhv, const void *buf,
@@ -454,9 +486,11 @@ ssize_t nfs_write_file(void *l, const struct ff_cred *cred, ff_fh *fhv, const vo
 	rc = nfs_wb_wait(loc, h->wb, window > size ? window - size : 0, deadline);
 	if (rc == 0)
 		rc = nfs_wb_error(h->wb);
-	/* Room for keeping them: COMMIT what the server has, and let it go. */
-	if (rc == 0 &&
-	    (nfs_wb_kept(h->wb) + size > keep || nfs_wb_total_kept() + size > NFS_WB_TOTAL_MAX))
+	/* Room for keeping them: COMMIT what the server has, and let it go; all of it, WRITEs in
+	 * flight too, when the daemon keeps too much in all. */
+	if (rc == 0 && nfs_wb_kept(h->wb) + size > keep)
+		rc = commit_answered(loc, h, deadline);
+	if (rc == 0 && nfs_wb_total_kept() + size > NFS_WB_TOTAL_MAX)
 		rc = settle(loc, h, true, deadline);
 	for (int attempt = 0; attempt < 2 && rc == 0; attempt++) {
 		struct nfs_wtarget t;

@@ -11,7 +11,10 @@
  * server has it on stable storage: answered FILE_SYNC, or answered UNSTABLE and then covered by
  * a COMMIT that gave the same write verifier. So a WRITE lost with its connection (the server
  * restarted) is sent again, and so is everything a COMMIT shows the server may have dropped (its
- * verifier changed: it restarted since), as the kernel's NFS client does.
+ * verifier changed: it restarted since), as the kernel's NFS client does. A COMMIT covers the
+ * WRITEs answered before it was sent, not those still in flight (the server may carry them out
+ * after it), so it need not wait for them: a file being written COMMITs what it keeps while it
+ * goes on writing (nfs_wb_commit_begin()).
  *
  * Errors: a WRITE's own status (NFS3ERR_NOSPC as ENOSPC, DQUOT, STALE...), a server that answers
  * nothing within the location's timeout (ETIMEDOUT), or a WRITE lost with its connection three
@@ -51,6 +54,7 @@ struct nfs_wbent {
 	uint64_t off;
 	size_t len;
 	enum wb_state state;
+	bool covered; /* UNSTABLE when the COMMIT being sent went out: it covers this one */
 	int tries;
 	gint64 sent; /* monotonic µs */
 	char verf[NFS_VERF_SIZE];
@@ -114,6 +118,7 @@ static void ent_lost_locked(struct nfs_wb *wb, struct nfs_wbent *e)
 	n->link = (GList){ .data = n };
 	n->conn = NULL;
 	n->state = WB_RESEND;
+	n->covered = false;
 	g_queue_insert_before_link(&wb->ents, &e->link, &n->link);
 	g_queue_unlink(&wb->ents, &e->link);
 	wb->inflight -= e->len;
@@ -482,9 +487,24 @@ int nfs_wb_wait(struct nfs_loc *loc, struct nfs_wb *wb, uint64_t limit, gint64 d
 	}
 }
 
-/* A COMMIT on a context answered `verf`: WRITEs answered UNSTABLE before it with the same
+int nfs_wb_commit_begin(struct nfs_wb *wb)
+{
+	int n = 0;
+
+	g_mutex_lock(&wb->lock);
+	for (GList *l = wb->ents.head; l; l = l->next) {
+		struct nfs_wbent *e = l->data;
+
+		e->covered = e->state == WB_UNSTABLE;
+		n += e->covered;
+	}
+	g_mutex_unlock(&wb->lock);
+	return n;
+}
+
+/* The COMMIT begun by nfs_wb_commit_begin() answered `verf`: the WRITEs it covers with the same
  * verifier are on stable storage; those with another one were dropped by a server that
- * restarted since, and are sent again. */
+ * restarted since, and are sent again. `verf` NULL: the COMMIT failed, they stay as they were. */
 int nfs_wb_committed(struct nfs_loc *loc, struct nfs_wb *wb, const char verf[NFS_VERF_SIZE])
 {
 	unsigned int lost = 0;
@@ -494,9 +514,12 @@ int nfs_wb_committed(struct nfs_loc *loc, struct nfs_wb *wb, const char verf[NFS
 		struct nfs_wbent *e = l->data;
 
 		next = l->next;
-		if (e->state != WB_UNSTABLE)
+		if (!e->covered)
 			continue;
-		if (memcmp(e->verf, verf, NFS_VERF_SIZE) == 0) {
+		e->covered = false;
+		if (!verf) {
+			continue;
+		} else if (memcmp(e->verf, verf, NFS_VERF_SIZE) == 0) {
 			ent_free_locked(wb, e);
 		} else {
 			e->state = WB_RESEND;
