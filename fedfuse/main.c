@@ -285,7 +285,7 @@ static void limit_arenas(void)
  * messages, read-ahead blocks) come and go at every request of a copy. From mmap() each would
  * cost its pages' faults and zeroing again, and so would heap memory that free() gives back to
  * the system at once: half the daemon's time in a 1 GiB NFSv3 write. So they come from the
- * heap (below MALLOC_MMAP_MAX, the most glibc takes), which keeps up to MALLOC_KEEP of free
+ * heap (those below MALLOC_MMAP_MAX), which keeps up to MALLOC_KEEP of free
  * memory per arena (two of them, limit_arenas()) while data flows; once a written file is
  * closed, the next quiet pass of the prober gives it back (ff_memory_freed()).
  * MALLOC_KEEP is above what one file's writing frees at once: an NFSv3 file keeps 32 MiB

@@ -382,6 +382,7 @@ MiB = 1 << 20
 data = random.Random(sys.argv[2]).randbytes(44 * MiB)
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
 assert os.write(fd, data[:4 * MiB]) == 4 * MiB
+os.fstat(fd)  # waits for the WRITEs' answers: UNSTABLE, under the server's current verifier
 print("written", flush=True)
 sys.stdin.readline()
 try:
@@ -397,16 +398,17 @@ except OSError as e:
 @pytest.mark.parametrize("kind", ["nfs3", "nfs4"])
 def test_nfs_server_restarted_while_writing_on(servers, trees, tmp_path, mount_factory, kind):
     """The server restarts (and empties the file, as a reboot may lose what it had not on
-    disk) after 4 MiB were written UNSTABLE; the program goes on writing 40 MiB, past the
-    32 MiB a file keeps before it COMMITs, which it then does with WRITEs in flight. That
-    COMMIT's new verifier has the first 4 MiB sent again: close() succeeds and the file on
-    the server is whole, with no hole where they were."""
+    disk) after 4 MiB were written and answered UNSTABLE; the program goes on writing 40 MiB,
+    past the 32 MiB a file keeps before it COMMITs, which it then does with WRITEs in flight.
+    That COMMIT's new verifier has the first 4 MiB sent again (logged): close() succeeds and
+    the file on the server is whole, with no hole where they were."""
     t, data, m, r = _fault_setup(servers, trees, tmp_path, kind, mount_factory)
     backing = os.path.join(t.dir, "goes-on")
     out = _held_across_restart(servers, m, t, r, "nfs", WRITE_ON_ACROSS_RESTART, "goes-on",
                                meanwhile=lambda: os.truncate(backing, 0), args=["seed"])
     assert out.strip() == "none", f"after the restart: {out!r}"
     assert read_file(backing) == random.Random("seed").randbytes(44 * MiB)
+    assert "write verifier changed): sending 4 WRITEs again" in m.log_text()
     stop_or_fail(m)
 
 
