@@ -110,6 +110,21 @@ int nfs_event_step(struct nfs_context *nfs, gint64 deadline)
 	return 0;
 }
 
+/* Wait, with the pool's lock held, for a context to come free: 0 when woken (look again),
+ * -ETIMEDOUT at `deadline`, -EINTR once the caller was interrupted (looked at every 100 ms, as
+ * nfs_event_step() does: another call may hold the context as long as the server is silent). */
+static int pool_wait(struct nfs_pool *pool, gint64 deadline)
+{
+	gint64 now = g_get_monotonic_time();
+
+	if (now >= deadline)
+		return -ETIMEDOUT;
+	if (host && host->interrupted && host->interrupted())
+		return -EINTR;
+	g_cond_wait_until(&pool->cond, &pool->lock, MIN(deadline, now + G_USEC_PER_SEC / 10));
+	return 0;
+}
+
 int nfs_rpc_step(struct nfs_loc *loc, struct nfs_conn *conn, gint64 sent, gint64 deadline,
 		 const char *what, bool *expired)
 {
@@ -396,10 +411,11 @@ int nfs_conn_get(struct nfs_loc *loc, const struct nfs_ident *id, gint64 deadlin
 			*connp = conn;
 			return 0;
 		}
-		if (!g_cond_wait_until(&pool->cond, &pool->lock, deadline)) {
+		rc = pool_wait(pool, deadline);
+		if (rc) {
 			g_mutex_unlock(&pool->lock);
 			free_list(dead);
-			return -ETIMEDOUT;
+			return rc;
 		}
 	}
 	set->count++;
@@ -457,12 +473,14 @@ int nfs_conn_get(struct nfs_loc *loc, const struct nfs_ident *id, gint64 deadlin
 int nfs_conn_lease(struct nfs_conn *conn, gint64 deadline)
 {
 	struct nfs_pool *pool = &conn->loc->pool;
+	int rc;
 
 	g_mutex_lock(&pool->lock);
 	while (conn->busy && !conn->broken) {
-		if (!g_cond_wait_until(&pool->cond, &pool->lock, deadline)) {
+		rc = pool_wait(pool, deadline);
+		if (rc) {
 			g_mutex_unlock(&pool->lock);
-			return -ETIMEDOUT;
+			return rc;
 		}
 	}
 	if (conn->broken) {

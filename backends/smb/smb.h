@@ -130,7 +130,7 @@ struct smb_loc {
  * after smb_flush() closed a written SMB handle (see there); the next operation on the handle
  * opens the file again on the same context, which keeps it counted (nfiles) until release.
  * `file` and `dirty` change only with the context checked out, or with the gate held for
- * writing (smb_rename_open()).
+ * writing (smb_rename_open()); smb_flush() reads `dirty` without it (atomic).
  */
 struct smb_file {
 	struct smb_pool *pool;	  /* the opener's: its contexts are the handle's */

@@ -512,7 +512,7 @@ static int smb_write_once(struct smb_loc *loc, struct smb_file *fh, const void *
 	int rc;
 
 	smb_times_written(loc, fh->node);
-	fh->dirty = true;
+	__atomic_store_n(&fh->dirty, true, __ATOMIC_RELAXED);
 	if (fh->flags & O_APPEND) {
 		struct stat st;
 
@@ -792,7 +792,7 @@ static int smb_fh_settle(struct smb_loc *loc, struct smb_file *fh)
 		if (smbc_getFunctionClose(ctx)(ctx, fh->file) < 0)
 			rc = smb_err(errno);
 		fh->file = NULL;
-		fh->dirty = false;
+		__atomic_store_n(&fh->dirty, false, __ATOMIC_RELAXED);
 		closed = true;
 	}
 	rc = smb_fh_end_again(loc, fh, rc, &again);
@@ -806,11 +806,17 @@ static int smb_fh_settle(struct smb_loc *loc, struct smb_file *fh)
 	return rc;
 }
 
-int smb_flush(void *loc, ff_fh *fh)
+int smb_flush(void *loc, ff_fh *fh_)
 {
-	int err = smb_wb_wait(loc, (struct smb_file *)fh);
-	int rc = smb_fh_settle(loc, (struct smb_file *)fh);
+	struct smb_file *fh = (struct smb_file *)fh_;
+	int err = smb_wb_wait(loc, fh);
+	int rc = 0;
 
+	/* A handle that has not written since its last settling has nothing to tell the server:
+	 * its close(2) does not wait for its context, which another call may hold for as long as
+	 * the location's timeout (the prober's, on a server that stopped answering). */
+	if (__atomic_load_n(&fh->dirty, __ATOMIC_RELAXED))
+		rc = smb_fh_settle(loc, fh);
 	return err ? err : rc;
 }
 
