@@ -522,6 +522,37 @@ def _requested_kinds_only(request):
         pytest.skip(f"FEDFUSE_TEST_BACKENDS does not name {', '.join(missing)}")
 
 
+# The folders the shared servers export, which tests fill through the servers and directly.
+_EXPORT_DIR_KEYS = ("NFS_V3_DIR", "NFS_V4_DIR", "SMB_DIR", "SMB_USER_DIR", "SMB_MULTI_DIR")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _exports_left_as_found():
+    """What the tests made in the shared exports goes when the run ends, kept or not by the
+    test that made it (a failed test leaves its files until then): runs after runs must not
+    fill the disk the servers export from."""
+    env = read_servers_env()
+    dirs = [env[k] for k in _EXPORT_DIR_KEYS if env.get(k) and os.path.isdir(env[k])]
+    before = {d: set(os.listdir(d)) for d in dirs}
+    yield
+    for d in dirs:
+        try:
+            names = os.listdir(d)
+        except OSError:
+            continue
+        for name in names:
+            if name in before[d]:
+                continue
+            path = os.path.join(d, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+
+
 @pytest.fixture(autouse=True)
 def _record_nodeid(request, record_property):
     # run-pytest turns the junit report into TAP and names each test by its node id.
