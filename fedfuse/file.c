@@ -76,6 +76,25 @@ static void open_control(fuse_req_t req, struct ff_request *op, struct fuse_file
 	fuse_reply_open(req, fi);
 }
 
+/*
+ * Which opens bypass the kernel's page cache (FOPEN_DIRECT_IO): O_DIRECT ones, and those for
+ * writing only of a file on a descriptor of the daemon's own (a local location). Such a file
+ * cannot be mmapped and reads nothing back through its descriptor, so the page cache gains it
+ * nothing, and costs a copy into fresh pages and, before every write(), a GETXATTR of
+ * security.capability (the kernel's check for privileges to drop, which it does not remember
+ * for a FUSE file; on the direct path the write itself drops them, made with the caller's
+ * credentials). Readers on other descriptors see the data at once, as natively (the kernel
+ * drops the written range from the page cache). Measured on tmpfs, alternated 5 times, medians:
+ * 1 GiB with dd conv=fsync 0.92 -> 0.64 s, tar x of /usr/include 6.5 -> 5.1 s. Network
+ * locations keep the cache: there a write() from a buffer that is not page-aligned would reach
+ * the daemon in two pieces (a request holds 256 pages), and write-behind would send two WRITEs
+ * for it.
+ */
+static bool open_direct(int flags, int fd)
+{
+	return (flags & O_DIRECT) || ((flags & O_ACCMODE) == O_WRONLY && fd >= 0);
+}
+
 void ff_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	int flags = fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY);
@@ -127,7 +146,7 @@ void ff_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 				    op.t.mnt->loc.spec.uri);
 		ff_notify_after_write(op.inode);
 	}
-	if (flags & O_DIRECT)
+	if (open_direct(flags, f->fd))
 		fi->direct_io = 1;
 	fi->fh = (uintptr_t)f;
 	if (fuse_reply_open(req, fi) == -ENOENT) /* the opener was interrupted */
@@ -159,7 +178,7 @@ void ff_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	op.inode = ff_itab_get(op.s->itab, e.ino);
 	f = file_new(&op, fh);
 	remember_version(op.inode, &st);
-	if (fi->flags & O_DIRECT)
+	if (open_direct(fi->flags, f->fd))
 		fi->direct_io = 1;
 	fi->fh = (uintptr_t)f;
 	fuse_reply_create(req, &e, fi);

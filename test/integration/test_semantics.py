@@ -775,6 +775,47 @@ def test_mmap(mounted):
         mm.close()
 
 
+def test_writer_only_seen_by_cached_readers(mounted):
+    """A descriptor opened for writing only (a direct one on local locations) and readers that
+    have the file in the page cache, through read() and a shared mapping: each write shows to
+    both at once, the file's growth too, and the data reaches the backing file."""
+    path = create(mounted.p("a", "w"), b"a" * 16384)
+    r = os.open(path, os.O_RDONLY)
+    w = -1
+    try:
+        assert os.pread(r, 16384, 0) == b"a" * 16384  # cached now
+        mm = mmap.mmap(r, 16384, prot=mmap.PROT_READ)
+        try:
+            assert mm[:16384] == b"a" * 16384
+            w = os.open(path, os.O_WRONLY)
+            # page-aligned, then neither start nor end aligned
+            for off, data in ((4096, b"B" * 4096), (10000, b"C" * 3000)):
+                assert os.pwrite(w, data, off) == len(data)
+                assert os.pread(r, len(data), off) == data
+                assert mm[off:off + len(data)] == data
+            # a write from a buffer that is not page-aligned, across two pages
+            view = memoryview(bytearray(b"-" * 3 + b"D" * 5000))[3:]
+            assert os.pwrite(w, view, 1000) == 5000
+            assert os.pread(r, 5000, 1000) == b"D" * 5000 and mm[1000:6000] == b"D" * 5000
+            # growth: the reader sees the new size and the new bytes
+            assert os.pwrite(w, b"E" * 100, 16384) == 100
+            assert os.fstat(r).st_size == 16484
+            assert os.pread(r, 200, 16384) == b"E" * 100
+        finally:
+            mm.close()
+    finally:
+        if w >= 0:
+            os.close(w)
+        os.close(r)
+    want = bytearray(b"a" * 16384)
+    want[4096:8192] = b"B" * 4096
+    want[10000:13000] = b"C" * 3000
+    want[1000:6000] = b"D" * 5000
+    want += b"E" * 100
+    assert read_file(path) == bytes(want)
+    assert read_file(mounted.d("a", "w")) == bytes(want)
+
+
 def test_locks(mounted):
     """flock(1) and POSIX record locks exclude another process (DESIGN §6)."""
     path = create(mounted.p("a", "lockfile"), b"x" * 100)
