@@ -374,13 +374,15 @@ struct nfs_gen {
 struct nfs_wb *nfs_wb_new(struct nfs_loc *loc, struct ff_pathnode *node);
 void nfs_wb_free(struct nfs_loc *loc, struct nfs_wb *wb);
 /* Copy `size` bytes for writing at `off` and send them, in WRITEs of t->chunk, on `conn`
- * (leased); their replies come whenever the context is served. 0, or -ENOMEM. */
+ * (leased); their replies come whenever the context is served. With `hold`, a tail shorter
+ * than a WRITE waits for the next write to join it (nfs_write.c). 0, or -ENOMEM. */
 int nfs_wb_write(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_wtarget *t,
-		 uint64_t off, size_t size, const void *buf);
+		 uint64_t off, size_t size, const void *buf, bool hold);
 /* Send again, on `conn`, the WRITEs lost with a connection or dropped by a restarted server;
  * the file's error when one of them was lost too often. */
 int nfs_wb_resend(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_wtarget *t);
-/* Serve the contexts the file's WRITEs are in flight on until at most `limit` bytes are.
+/* Serve the contexts the file's WRITEs are in flight on until at most `limit` bytes are;
+ * with `limit` 0, send the piece held first.
  * Contexts that fail are retired and their WRITEs kept for nfs_wb_resend(). 0; -EINTR or
  * -ETIMEDOUT at `deadline`; -ETIMEDOUT when the server answered nothing within the location's
  * timeout (then also the file's error). Never called while holding a lease. */
@@ -394,21 +396,26 @@ int nfs_wb_committed(struct nfs_loc *loc, struct nfs_wb *wb, const char verf[NFS
 int nfs_wb_error(struct nfs_wb *wb);
 /* Make `err` the file's error unless it has one. */
 void nfs_wb_fail(struct nfs_wb *wb, int err);
-/* Bytes kept: in flight, unstable or to be sent again. */
+/* Bytes kept: held, in flight, unstable or to be sent again. */
 uint64_t nfs_wb_kept(struct nfs_wb *wb);
 /* Bytes kept by the whole daemon; by the files of a location (the backend's
  * write_behind_bytes()). */
 uint64_t nfs_wb_total_kept(void);
 uint64_t nfs_write_behind_bytes(void *loc);
+/* Whether bytes [off, off + size) are in a WRITE held, in flight or to be sent again: a WRITE
+ * of them now could be carried out by the server before that one (it may take the WRITEs of
+ * one connection in any order) and be overwritten with what was there before. */
+bool nfs_wb_overlaps(struct nfs_wb *wb, uint64_t off, size_t size);
 /* Anything to send again; with `unstable_too`, or to COMMIT. */
 bool nfs_wb_pending(struct nfs_wb *wb, bool unstable_too);
 /* A WRITE's reply: `err` 0 or its -errno (-ECONNRESET: the connection broke; -ENOTCONN: the
  * server forgot the NFSv4 open); `count` bytes written; `stable`: FILE_SYNC (`verf` unused). */
 void nfs_wchunk_done(struct nfs_wbent *e, int err, size_t count, bool stable,
 		     const char verf[NFS_VERF_SIZE]);
-/* Wait until no file of `node` has WRITEs in flight (reads and attributes then see them);
- * 0 or -EINTR. */
-int nfs_wb_node_wait(struct nfs_loc *loc, struct ff_pathnode *node, gint64 deadline);
+/* Wait until no file of `node` but `except` (NULL: none) has WRITEs in flight or held (reads
+ * and attributes then see them); 0 or -EINTR. */
+int nfs_wb_node_wait(struct nfs_loc *loc, struct ff_pathnode *node, const struct nfs_wb *except,
+		     gint64 deadline);
 /* Raise st_size to the end of the node's WRITEs not yet answered. */
 void nfs_wb_node_size(struct nfs_loc *loc, struct ff_pathnode *node, struct stat *st);
 

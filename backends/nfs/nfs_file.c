@@ -223,7 +223,7 @@ int nfs_handle_getattr(struct nfs_loc *loc, struct nfs_handle *h, struct stat *s
 	int rc;
 
 	g_mutex_lock(&h->lock);
-	rc = nfs_wb_node_wait(loc, h->node, deadline); /* the size the kernel was told */
+	rc = nfs_wb_node_wait(loc, h->node, NULL, deadline); /* the size the kernel was told */
 	if (rc == 0)
 		rc = handle_begin(loc, h, deadline);
 	if (rc)
@@ -320,7 +320,7 @@ static ssize_t read_through(struct nfs_loc *loc, struct nfs_handle *h, void *buf
 	ssize_t rc;
 
 	g_mutex_lock(&h->lock);
-	rc = nfs_wb_node_wait(loc, h->node, deadline); /* a read sees what was written */
+	rc = nfs_wb_node_wait(loc, h->node, NULL, deadline); /* a read sees what was written */
 	for (int attempt = 0; attempt < 2 && rc == 0; attempt++) {
 		struct nfs_rtarget t;
 		struct nfs_gen gen;
@@ -482,8 +482,15 @@ ssize_t nfs_write_file(void *l, const struct ff_cred *cred, ff_fh *fhv, const vo
 	if (h->append)
 		window = 0; /* an append must know where the file ends */
 	g_mutex_lock(&h->lock);
+	/* After what other opens of the file wrote (held or in flight): the server may carry out
+	 * WRITEs of several contexts in any order. */
+	rc = nfs_wb_node_wait(loc, h->node, h->wb, deadline);
+	/* After its own WRITEs of the same bytes: in the same order, for the same reason. */
+	if (rc == 0 && nfs_wb_overlaps(h->wb, (uint64_t)off, size))
+		rc = settle(loc, h, false, deadline);
 	/* Room in the window: at most `window` bytes in flight once these are sent. */
-	rc = nfs_wb_wait(loc, h->wb, window > size ? window - size : 0, deadline);
+	if (rc == 0)
+		rc = nfs_wb_wait(loc, h->wb, window > size ? window - size : 0, deadline);
 	if (rc == 0)
 		rc = nfs_wb_error(h->wb);
 	/* Room for keeping them: COMMIT what the server has, and let it go; all of it, WRITEs in
@@ -509,7 +516,7 @@ ssize_t nfs_write_file(void *l, const struct ff_cred *cred, ff_fh *fhv, const vo
 		}
 		if (rc == 0) {
 			handle_target(h, &t);
-			rc = nfs_wb_write(h->wb, h->conn, &t, (uint64_t)off, size, buf);
+			rc = nfs_wb_write(h->wb, h->conn, &t, (uint64_t)off, size, buf, window > 0);
 		}
 		if (!handle_end(h, (int)rc))
 			break;

@@ -113,7 +113,7 @@ int nfs_getattr(void *l, const struct ff_cred *cred, ff_node *node, ff_fh *fh, s
 	}
 	if (!path)
 		return node_gone(loc, node, st);
-	rc = nfs_wb_node_wait(loc, nfs_pnode(node), nfs_deadline(loc)); /* the size written */
+	rc = nfs_wb_node_wait(loc, nfs_pnode(node), NULL, nfs_deadline(loc)); /* the size written */
 	if (rc == 0)
 		rc = nfs_op_begin(&op, loc, cred);
 	if (rc == 0)
@@ -210,7 +210,7 @@ int nfs_setattr(void *l, const struct ff_cred *cred, ff_node *node, ff_fh *fh,
 	int rc;
 
 	/* after the WRITEs in flight: a truncation must not be overtaken by them */
-	rc = nfs_wb_node_wait(loc, nfs_pnode(node), nfs_deadline(loc));
+	rc = nfs_wb_node_wait(loc, nfs_pnode(node), NULL, nfs_deadline(loc));
 	if (rc)
 		return rc;
 	rc = nfs_op_begin_at(&op, loc, cred, node, NULL, &path);

@@ -22,6 +22,19 @@
  * every later one. libnfs 4.0's nfs_pwrite() would have reported a full disk as a broken
  * connection, and neither it nor its COMMIT looks at the write verifier.
  *
+ * Joining writes (NFSv3): a program that writes in pieces smaller than a WRITE (tar, cp and git
+ * write 10-128 KiB at a time, a log a line) would send a WRITE per write(), and then a COMMIT at
+ * close. So the tail of a write() that does not fill a WRITE is held, not sent: the next write()
+ * that starts where it ends joins it, and it goes once it holds a whole WRITE. Anything else
+ * sends it first: a write() elsewhere in the file, and whoever waits for the file's WRITEs
+ * (flush, fsync, the release, a read or getattr or setattr of the file: nfs_wb_wait()), and
+ * at the latest NFS_WB_HOLD after it was made (the flusher thread), so that a program that
+ * writes a line and sleeps with the file open does not keep it from other clients for long.
+ * Sent by a waiter while it is all the file keeps, it goes FILE_SYNC: nothing is left to COMMIT,
+ * and a small file written whole costs one WRITE and no COMMIT, as with the kernel's client
+ * (which sends a flush that fits one WRITE stable). NFSv4 sends every write at once: its
+ * stateid may change (a reopen) before a held piece would go.
+ *
  * WRITEs in flight have no timeout of libnfs' own: libnfs expires RPCs before it reads the
  * socket, so replies that arrived while nobody served the context would count as lost. Each
  * WRITE's age is checked here instead, against the location's timeout, by whoever waits for it.
@@ -31,6 +44,7 @@
  * files being written and is taken before an nfs_wb.lock.
  */
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 
 #include <nfsc/libnfs.h>
@@ -38,8 +52,10 @@
 #include "backends/nfs/nfs.h"
 
 #define WB_TRIES 3 /* sends of one WRITE lost with its connection before it is an error */
+#define NFS_WB_HOLD (200 * G_TIME_SPAN_MILLISECOND) /* a held piece is sent by then */
 
 enum wb_state {
+	WB_HELD,     /* the tail of a write, not sent yet: wb->held (see the top) */
 	WB_INFLIGHT, /* sent, not answered */
 	WB_UNSTABLE, /* answered UNSTABLE: kept until a COMMIT with the same verifier */
 	WB_RESEND,   /* lost with its connection, or dropped by a restarted server */
@@ -56,7 +72,8 @@ struct nfs_wbent {
 	enum wb_state state;
 	bool covered; /* UNSTABLE when the COMMIT being sent went out: it covers this one */
 	int tries;
-	gint64 sent; /* monotonic µs */
+	size_t cap;  /* held: bytes allocated for data */
+	gint64 sent; /* monotonic µs; held: when it was made */
 	char verf[NFS_VERF_SIZE];
 	char *data;
 };
@@ -73,6 +90,12 @@ struct nfs_wb {
 	int err;		 /* the file's first write error */
 	struct nfs_conn *retire; /* a context that lost the file's NFSv4 open (not a reference) */
 	bool orphan;		 /* unreferenced: the last reply frees it */
+	/* The piece held (see the top), or NULL; its conn is a reference to the context its
+	 * write came on, on which it is sent by others than the writer, to `target`. */
+	struct nfs_wbent *held;
+	struct nfs_wtarget target; /* its fh is `fh` */
+	char *fh;
+	bool flushing; /* in the flusher's queue (flush_lock) */
 };
 
 /* Bytes kept by every file of the daemon, against NFS_WB_TOTAL_MAX. */
@@ -212,12 +235,13 @@ struct nfs_wb *nfs_wb_new(struct nfs_loc *loc, struct ff_pathnode *node)
 	return wb;
 }
 
-/* Free `wb` and what it keeps; nothing of it may be in flight. */
+/* Free `wb` and what it keeps; nothing of it may be in flight or held. */
 static void wb_destroy(struct nfs_wb *wb)
 {
 	while (wb->ents.head)
 		ent_free_locked(wb, wb->ents.head->data);
 	g_mutex_clear(&wb->lock);
+	g_free(wb->fh);
 	g_free(wb);
 }
 
@@ -236,9 +260,24 @@ static void wb_unref(struct nfs_wb *wb)
 		wb_destroy(wb);
 }
 
+static void flusher_forget(struct nfs_wb *wb);
+
 void nfs_wb_free(struct nfs_loc *loc, struct nfs_wb *wb)
 {
+	struct nfs_conn *conn = NULL;
 	GPtrArray *list;
+
+	flusher_forget(wb);
+	/* A piece still held: the file's close() failed (its data may be lost, and it said so). */
+	g_mutex_lock(&wb->lock);
+	if (wb->held) {
+		conn = wb->held->conn;
+		ent_free_locked(wb, wb->held);
+		wb->held = NULL;
+	}
+	g_mutex_unlock(&wb->lock);
+	if (conn)
+		nfs_conn_unref(conn);
 
 	g_mutex_lock(&loc->wb_lock);
 	list = g_hash_table_lookup(loc->wb_files, wb->node);
@@ -280,6 +319,20 @@ uint64_t nfs_wb_kept(struct nfs_wb *wb)
 	return n;
 }
 
+bool nfs_wb_overlaps(struct nfs_wb *wb, uint64_t off, size_t size)
+{
+	bool any = false;
+
+	g_mutex_lock(&wb->lock);
+	for (GList *l = wb->ents.head; l && !any; l = l->next) {
+		const struct nfs_wbent *e = l->data;
+
+		any = e->state != WB_UNSTABLE && e->off < off + size && off < e->off + e->len;
+	}
+	g_mutex_unlock(&wb->lock);
+	return any;
+}
+
 bool nfs_wb_pending(struct nfs_wb *wb, bool unstable_too)
 {
 	bool any = false;
@@ -296,20 +349,23 @@ bool nfs_wb_pending(struct nfs_wb *wb, bool unstable_too)
 
 /* ---- sending ---------------------------------------------------------------------------------- */
 
-/* Send `e` on `conn` (leased), with no libnfs timeout (see the top). wb->lock not held. */
-static int ent_send(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_wtarget *t,
-		    struct nfs_wbent *e)
+/* `e` is in flight on `conn` (leased) from now. wb->lock held. */
+static void ent_inflight_locked(struct nfs_wb *wb, struct nfs_conn *conn, struct nfs_wbent *e)
 {
-	int rc;
-
 	e->sent = g_get_monotonic_time();
 	e->conn = conn;
 	nfs_conn_ref(conn);
-	g_mutex_lock(&wb->lock);
 	e->state = WB_INFLIGHT;
 	wb->inflight += e->len;
-	g_mutex_unlock(&wb->lock);
-	rc = t->send(conn, t, e, e->off, e->len, e->data);
+}
+
+/* Send `e`, in flight on `conn` (leased) by ent_inflight_locked(), with no libnfs timeout (see
+ * the top). wb->lock not held. */
+static int ent_send_marked(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_wtarget *t,
+			   struct nfs_wbent *e)
+{
+	int rc = t->send(conn, t, e, e->off, e->len, e->data);
+
 	if (rc) {
 		g_mutex_lock(&wb->lock);
 		wb->inflight -= e->len;
@@ -321,30 +377,270 @@ static int ent_send(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_w
 	return rc;
 }
 
+/* Put the WRITEs queued on `conn` (leased) on the wire now: libnfs writes to the socket only
+ * when the context is served, which nobody may do for long (a program that writes and then
+ * sleeps with the file open). What the socket does not take now goes when it is served. A
+ * failure shows to whoever serves it next. */
+static void conn_push(struct nfs_conn *conn)
+{
+	if (nfs_which_events(conn->nfs) & POLLOUT)
+		nfs_service(conn->nfs, POLLOUT);
+}
+
+static int ent_send(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_wtarget *t,
+		    struct nfs_wbent *e)
+{
+	g_mutex_lock(&wb->lock);
+	ent_inflight_locked(wb, conn, e);
+	g_mutex_unlock(&wb->lock);
+	return ent_send_marked(wb, conn, t, e);
+}
+
+/* ---- held pieces (see the top) ------------------------------------------------------------------ */
+
+/* The flusher: a thread that sends each piece NFS_WB_HOLD after it was made, unless someone
+ * did before. The queue holds a reference to each file in it, in the order they are due. */
+static GMutex flush_lock;
+static GCond flush_cond;
+static GQueue flush_queue;
+static struct nfs_wb *flush_current; /* whose piece the flusher sends now */
+
+static int held_push(struct nfs_wb *wb, bool stable_alone, gint64 deadline);
+
+static gpointer flusher(gpointer unused)
+{
+	(void)unused;
+	g_mutex_lock(&flush_lock);
+	for (;;) {
+		struct nfs_wb *wb = g_queue_peek_head(&flush_queue);
+		gint64 due = 0;
+
+		if (!wb) {
+			g_cond_wait(&flush_cond, &flush_lock);
+			continue;
+		}
+		g_mutex_lock(&wb->lock);
+		if (wb->held)
+			due = wb->held->sent + NFS_WB_HOLD;
+		g_mutex_unlock(&wb->lock);
+		if (due > g_get_monotonic_time()) {
+			g_cond_wait_until(&flush_cond, &flush_lock, due);
+			continue;
+		}
+		g_queue_pop_head(&flush_queue);
+		wb->flushing = false;
+		if (due) {
+			flush_current = wb;
+			g_mutex_unlock(&flush_lock);
+			/* in the background: UNSTABLE, the writer may go on */
+			held_push(wb, false, nfs_deadline(wb->loc));
+			g_mutex_lock(&flush_lock);
+			flush_current = NULL;
+			g_cond_broadcast(&flush_cond);
+		}
+		g_mutex_unlock(&flush_lock);
+		wb_unref(wb);
+		g_mutex_lock(&flush_lock);
+	}
+	return NULL;
+}
+
+/* `wb` has a piece held now: into the flusher's queue unless it is there. */
+static void flusher_add(struct nfs_wb *wb)
+{
+	static gsize started;
+
+	if (g_once_init_enter(&started)) {
+		g_thread_unref(g_thread_new("nfs-flusher", flusher, NULL));
+		g_once_init_leave(&started, 1);
+	}
+	g_mutex_lock(&flush_lock);
+	if (!wb->flushing) {
+		wb->flushing = true;
+		g_atomic_int_inc(&wb->refs);
+		g_queue_push_tail(&flush_queue, wb);
+		g_cond_broadcast(&flush_cond);
+	}
+	g_mutex_unlock(&flush_lock);
+}
+
+/* Out of the flusher's queue, and not being sent by it. */
+static void flusher_forget(struct nfs_wb *wb)
+{
+	bool queued;
+
+	g_mutex_lock(&flush_lock);
+	queued = wb->flushing;
+	if (queued) {
+		g_queue_remove(&flush_queue, wb);
+		wb->flushing = false;
+	}
+	while (flush_current == wb)
+		g_cond_wait(&flush_cond, &flush_lock);
+	g_mutex_unlock(&flush_lock);
+	if (queued)
+		wb_unref(wb); /* not the last: the caller's */
+}
+
+/* Send the piece held, if any, on the context its write came on; with `stable_alone`
+ * FILE_SYNC when it is all the file keeps (nothing to COMMIT then). The context is leased
+ * before the piece is taken, so that whoever waits for the file's WRITEs finds it held or in
+ * flight, never between. 0, or -EINTR or -ETIMEDOUT at `deadline` (then it is held still). */
+static int held_push(struct nfs_wb *wb, bool stable_alone, gint64 deadline)
+{
+	struct nfs_wbent *e;
+	struct nfs_conn *conn, *old = NULL;
+	struct nfs_wtarget t;
+	bool send = false, leased;
+	int rc;
+
+	g_mutex_lock(&wb->lock);
+	e = wb->held;
+	conn = e ? e->conn : NULL;
+	if (conn)
+		nfs_conn_ref(conn);
+	g_mutex_unlock(&wb->lock);
+	if (!conn)
+		return 0;
+	rc = nfs_conn_lease(conn, deadline);
+	leased = rc == 0;
+	g_mutex_lock(&wb->lock);
+	if (wb->held != e) {
+		rc = rc == -ENOTCONN ? 0 : rc; /* sent by another meanwhile */
+	} else if (rc == 0) {
+		wb->held = NULL;
+		old = e->conn;
+		e->conn = NULL;
+		t = wb->target;
+		t.sync = t.sync || (stable_alone && wb->ents.length == 1);
+		ent_inflight_locked(wb, conn, e);
+		send = true;
+	} else if (rc == -ENOTCONN) { /* its context is gone: the writer sends it again */
+		wb->held = NULL;
+		old = e->conn;
+		e->conn = NULL;
+		e->state = WB_RESEND;
+	}
+	g_mutex_unlock(&wb->lock);
+	if (send) {
+		int timeout = nfs_get_timeout(conn->nfs);
+
+		nfs_set_timeout(conn->nfs, 0);
+		ent_send_marked(wb, conn, &t, e);
+		conn_push(conn);
+		nfs_set_timeout(conn->nfs, timeout);
+	}
+	if (leased)
+		nfs_conn_put(conn, 0);
+	if (old)
+		nfs_conn_unref(old);
+	nfs_conn_unref(conn);
+	return rc == -ENOTCONN ? 0 : rc;
+}
+
+/* The piece held, or NULL, with its context's reference (for the caller to drop) taken, and
+ * in flight on `conn` (leased) from now. wb->lock held. */
+static struct nfs_wbent *held_take_locked(struct nfs_wb *wb, struct nfs_conn *conn,
+					  struct nfs_conn **old)
+{
+	struct nfs_wbent *e = wb->held;
+
+	if (!e)
+		return NULL;
+	wb->held = NULL;
+	*old = e->conn;
+	e->conn = NULL;
+	ent_inflight_locked(wb, conn, e);
+	return e;
+}
+
+/* Join `len` bytes to the piece held. wb->lock held. */
+static void held_join_locked(struct nfs_wb *wb, const void *buf, size_t len, size_t chunk)
+{
+	struct nfs_wbent *e = wb->held;
+
+	if (e->len + len > e->cap) {
+		e->cap = MIN(MAX(e->len + len, 2 * e->cap), chunk);
+		e->data = g_realloc(e->data, e->cap);
+	}
+	memcpy(e->data + e->len, buf, len);
+	e->len += len;
+	wb->kept += len;
+	kept_add(wb->loc, (int64_t)len);
+}
+
+/* Hold `e`, the tail of a write that came on `conn`, to be sent to `t`. wb->lock held. */
+static void held_make_locked(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_wtarget *t,
+			     struct nfs_wbent *e)
+{
+	e->state = WB_HELD;
+	e->sent = g_get_monotonic_time();
+	e->conn = conn;
+	nfs_conn_ref(conn);
+	wb->held = e;
+	if (!wb->fh || wb->target.fhlen != t->fhlen || memcmp(wb->fh, t->fh, t->fhlen) != 0) {
+		g_free(wb->fh);
+		wb->fh = g_memdup2(t->fh, t->fhlen);
+	}
+	wb->target = *t;
+	wb->target.fh = wb->fh;
+}
+
 int nfs_wb_write(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_wtarget *t,
-		 uint64_t off, size_t size, const void *buf)
+		 uint64_t off, size_t size, const void *buf, bool hold)
 {
 	int timeout = nfs_get_timeout(conn->nfs);
+	struct nfs_conn *old = NULL;
+	struct nfs_wbent *e = NULL;
+	size_t done = 0;
 	int rc = 0;
 
+	hold = hold && !t->stateid;			      /* see the top */
 	__atomic_add_fetch(&wb->writes, 1, __ATOMIC_RELAXED); /* before: see nfs_wb_node_gen() */
 	nfs_set_timeout(conn->nfs, 0);
-	for (size_t done = 0; done < size && rc == 0;) {
-		struct nfs_wbent *e = g_new0(struct nfs_wbent, 1);
+	/* The piece held: joined by a write that starts where it ends, sent once full; sent first
+	 * when this write is elsewhere. */
+	g_mutex_lock(&wb->lock);
+	if (wb->held && hold && wb->held->off + wb->held->len == off && wb->held->len < t->chunk) {
+		done = MIN(size, t->chunk - wb->held->len);
+		held_join_locked(wb, buf, done, t->chunk);
+		if (wb->held->len == t->chunk)
+			e = held_take_locked(wb, conn, &old);
+	} else {
+		e = held_take_locked(wb, conn, &old);
+	}
+	g_mutex_unlock(&wb->lock);
+	if (old)
+		nfs_conn_unref(old);
+	if (e)
+		rc = ent_send_marked(wb, conn, t, e);
+	while (done < size && rc == 0) {
+		bool tail;
 
+		e = g_new0(struct nfs_wbent, 1);
 		e->wb = wb;
 		e->link.data = e;
 		e->off = off + done;
 		e->len = MIN(t->chunk, size - done);
+		e->cap = e->len;
 		e->data = g_memdup2((const char *)buf + done, e->len);
+		tail = hold && e->len < t->chunk;
 		g_mutex_lock(&wb->lock);
 		g_queue_push_tail_link(&wb->ents, &e->link);
 		wb->kept += e->len;
+		if (tail)
+			held_make_locked(wb, conn, t, e);
+		else
+			ent_inflight_locked(wb, conn, e);
 		g_mutex_unlock(&wb->lock);
 		kept_add(wb->loc, (int64_t)e->len);
 		done += e->len;
-		rc = ent_send(wb, conn, t, e);
+		if (tail)
+			flusher_add(wb);
+		else
+			rc = ent_send_marked(wb, conn, t, e);
 	}
+	conn_push(conn);
 	nfs_set_timeout(conn->nfs, timeout);
 	return rc;
 }
@@ -379,6 +675,7 @@ int nfs_wb_resend(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_wta
 		if (rc)
 			break;
 	}
+	conn_push(conn);
 	nfs_set_timeout(conn->nfs, timeout);
 	return rc;
 }
@@ -461,6 +758,12 @@ static int serve(struct nfs_loc *loc, struct nfs_wb *wb, struct nfs_conn *conn, 
 
 int nfs_wb_wait(struct nfs_loc *loc, struct nfs_wb *wb, uint64_t limit, gint64 deadline)
 {
+	if (limit == 0) {
+		int rc = held_push(wb, true, deadline);
+
+		if (rc)
+			return rc;
+	}
 	for (;;) {
 		struct nfs_conn *conn;
 		bool retire = false;
@@ -536,8 +839,9 @@ int nfs_wb_committed(struct nfs_loc *loc, struct nfs_wb *wb, const char verf[NFS
 
 /* ---- other users of a file being written -------------------------------------------------------- */
 
-/* References to the files of `node` with WRITEs in flight. */
-static GPtrArray *node_files(struct nfs_loc *loc, struct ff_pathnode *node)
+/* References to the files of `node` but `except` with WRITEs in flight or held. */
+static GPtrArray *node_files(struct nfs_loc *loc, struct ff_pathnode *node,
+			     const struct nfs_wb *except)
 {
 	GPtrArray *out = NULL, *list;
 
@@ -547,8 +851,10 @@ static GPtrArray *node_files(struct nfs_loc *loc, struct ff_pathnode *node)
 		struct nfs_wb *wb = list->pdata[i];
 		bool inflight;
 
+		if (wb == except)
+			continue;
 		g_mutex_lock(&wb->lock);
-		inflight = wb->inflight > 0;
+		inflight = wb->inflight > 0 || wb->held;
 		g_mutex_unlock(&wb->lock);
 		if (!inflight)
 			continue;
@@ -561,14 +867,15 @@ static GPtrArray *node_files(struct nfs_loc *loc, struct ff_pathnode *node)
 	return out;
 }
 
-int nfs_wb_node_wait(struct nfs_loc *loc, struct ff_pathnode *node, gint64 deadline)
+int nfs_wb_node_wait(struct nfs_loc *loc, struct ff_pathnode *node, const struct nfs_wb *except,
+		     gint64 deadline)
 {
 	GPtrArray *files;
 	int rc = 0;
 
 	if (nfs_write_behind_bytes(loc) == 0) /* nothing kept: nothing in flight */
 		return 0;
-	files = node_files(loc, node);
+	files = node_files(loc, node, except);
 	for (guint i = 0; files && i < files->len; i++) {
 		if (rc == 0)
 			rc = nfs_wb_wait(loc, files->pdata[i], 0, deadline);

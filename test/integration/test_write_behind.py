@@ -3,13 +3,15 @@
 answered before the server answers it, so everything that looks at the file meanwhile must see
 what was written: a read through another descriptor (O_DIRECT, past the kernel's page cache),
 the size through fstat() and stat(), a truncation issued after the writes. close() and fsync()
-wait for every WRITE; with write-behind=0 every write() does. The daemon's memory stays bounded
+wait for every WRITE; with write-behind=0 every write() does. Small writes joined in the
+daemon still reach the server soon while the file stays open. The daemon's memory stays bounded
 by the window, however many files are written at once."""
 
 import mmap
 import os
 import random
 import threading
+import time
 
 import pytest
 
@@ -62,6 +64,34 @@ def test_written_data_seen_before_close(mount_factory, kind, window):
         os.close(fd)
     assert os.path.getsize(os.path.join(d, "f")) == 3 * MiB
     assert read_file(os.path.join(d, "f")) == data[:3 * MiB]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_small_writes_reach_the_server_while_open(mount_factory, kind):
+    """Writes shorter than a WRITE (a log's lines) may wait in the daemon for the next one to
+    join them: readers through the mount see them at once all the same, and they reach the
+    server soon although the file stays open and nothing more is written to it."""
+    uri, d = export_dir(kind)
+    m = mount(mount_factory, uri, None)
+    path = os.path.join(m.mnt, "x", "log")
+    want = b"".join(f"line {i}\n".encode() for i in range(100))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for line in want.splitlines(keepends=True):
+            assert os.write(fd, line) == len(line)
+        assert os.stat(path).st_size == len(want)
+        assert o_direct_read(path, 4096) == want
+        os.write(fd, b"the last line\n")  # and then nothing, the file open
+        want += b"the last line\n"
+        deadline = time.monotonic() + 10
+        while read_file(os.path.join(d, "log")) != want:
+            assert time.monotonic() < deadline, (
+                f"{kind}: 10 s after the last write() to a file left open, the server holds "
+                f"{read_file(os.path.join(d, 'log'))[-40:]!r} at its end")
+            time.sleep(0.05)
+    finally:
+        os.close(fd)
+    assert read_file(os.path.join(d, "log")) == want
 
 
 @pytest.mark.parametrize("kind", KINDS)
