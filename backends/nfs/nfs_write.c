@@ -429,18 +429,14 @@ static gpointer flusher(gpointer unused)
 		}
 		g_queue_pop_head(&flush_queue);
 		wb->flushing = false;
-		if (due) {
-			flush_current = wb;
-			g_mutex_unlock(&flush_lock);
-			/* in the background: UNSTABLE, the writer may go on */
-			held_push(wb, false, nfs_deadline(wb->loc));
-			g_mutex_lock(&flush_lock);
-			flush_current = NULL;
-			g_cond_broadcast(&flush_cond);
-		}
+		flush_current = wb; /* nfs_wb_free() waits: this reference is never the last */
 		g_mutex_unlock(&flush_lock);
+		if (due) /* in the background: UNSTABLE, the writer may go on */
+			held_push(wb, false, nfs_deadline(wb->loc));
 		wb_unref(wb);
 		g_mutex_lock(&flush_lock);
+		flush_current = NULL;
+		g_cond_broadcast(&flush_cond);
 	}
 	return NULL;
 }
