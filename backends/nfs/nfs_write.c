@@ -28,8 +28,8 @@
  * that starts where it ends joins it, and it goes once it holds a whole WRITE. Anything else
  * sends it first: a write() elsewhere in the file, and whoever waits for the file's WRITEs
  * (flush, fsync, the release, a read or getattr or setattr of the file: nfs_wb_wait()), and
- * at the latest NFS_WB_HOLD after it was made (the flusher thread), so that a program that
- * writes a line and sleeps with the file open does not keep it from other clients for long.
+ * else about NFS_WB_HOLD after it was made (the flusher thread), so that a program that writes
+ * a line and sleeps with the file open does not keep it from other clients for long.
  * Sent by a waiter while it is all the file keeps, it goes FILE_SYNC: nothing is left to COMMIT,
  * and a small file written whole costs one WRITE and no COMMIT, as with the kernel's client
  * (which sends a flush that fits one WRITE stable). NFSv4 sends every write at once: its
@@ -398,8 +398,11 @@ static int ent_send(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_w
 
 /* ---- held pieces (see the top) ------------------------------------------------------------------ */
 
-/* The flusher: a thread that sends each piece NFS_WB_HOLD after it was made, unless someone
- * did before. The queue holds a reference to each file in it, in the order they are due. */
+/* The flusher: a thread that sends each piece about NFS_WB_HOLD after it was made, unless
+ * someone did before. The queue holds a reference to each file in it, in the order they were
+ * queued. It waits for its head: a file written without a pause, whose pieces the writer sends
+ * and makes anew, keeps those behind it waiting until it pauses (to be mended: serve whatever
+ * is due, and sleep until the earliest of the rest). */
 static GMutex flush_lock;
 static GCond flush_cond;
 static GQueue flush_queue;
