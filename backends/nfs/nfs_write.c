@@ -84,6 +84,7 @@ struct nfs_wb {
 	struct ff_pathnode *node; /* not a reference: the handle holds one */
 	GMutex lock;
 	GQueue ents;		 /* struct nfs_wbent, in the order sent */
+	uint64_t lo, hi;	 /* every entry lies in [lo, hi); none: lo == hi == 0 */
 	uint64_t inflight;	 /* bytes in flight */
 	uint64_t kept;		 /* bytes kept, in flight or not */
 	uint64_t writes;	 /* nfs_wb_write() calls (atomic) */
@@ -122,9 +123,20 @@ uint64_t nfs_write_behind_bytes(void *l)
 
 /* ---- entries ---------------------------------------------------------------------------------- */
 
+/* A new entry of `len` bytes at `off`. wb->lock held. */
+static void span_add_locked(struct nfs_wb *wb, uint64_t off, size_t len)
+{
+	if (wb->lo == wb->hi)
+		wb->lo = off, wb->hi = off;
+	wb->lo = MIN(wb->lo, off);
+	wb->hi = MAX(wb->hi, off + len);
+}
+
 static void ent_free_locked(struct nfs_wb *wb, struct nfs_wbent *e)
 {
 	g_queue_unlink(&wb->ents, &e->link);
+	if (!wb->ents.head)
+		wb->lo = wb->hi = 0;
 	wb->kept -= e->len;
 	kept_add(wb->loc, -(int64_t)e->len);
 	g_free(e->data);
@@ -324,7 +336,9 @@ bool nfs_wb_overlaps(struct nfs_wb *wb, uint64_t off, size_t size)
 	bool any = false;
 
 	g_mutex_lock(&wb->lock);
-	for (GList *l = wb->ents.head; l && !any; l = l->next) {
+	/* A sequential writer starts where every entry ends: no walk. */
+	for (GList *l = off < wb->hi && wb->lo < off + size ? wb->ents.head : NULL; l && !any;
+	     l = l->next) {
 		const struct nfs_wbent *e = l->data;
 
 		any = e->state != WB_UNSTABLE && e->off < off + size && off < e->off + e->len;
@@ -399,10 +413,9 @@ static int ent_send(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_w
 /* ---- held pieces (see the top) ------------------------------------------------------------------ */
 
 /* The flusher: a thread that sends each piece about NFS_WB_HOLD after it was made, unless
- * someone did before. The queue holds a reference to each file in it, in the order they were
- * queued. It waits for its head: a file written without a pause, whose pieces the writer sends
- * and makes anew, keeps those behind it waiting until it pauses (to be mended: serve whatever
- * is due, and sleep until the earliest of the rest). */
+ * someone did before. The queue holds a reference to each file with a piece held (a file
+ * stays in it while its writer sends full pieces and makes new ones); the flusher sends those
+ * that are due and sleeps until the earliest of the rest is. */
 static GMutex flush_lock;
 static GCond flush_cond;
 static GQueue flush_queue;
@@ -410,28 +423,45 @@ static struct nfs_wb *flush_current; /* whose piece the flusher sends now */
 
 static int held_push(struct nfs_wb *wb, bool stable_alone, gint64 deadline);
 
+/* The first file of the queue whose piece is due at `now` (or gone), out of the queue; else
+ * NULL, and `*next` is when the earliest is due (G_MAXINT64: none). flush_lock held. */
+static struct nfs_wb *flush_due_locked(gint64 now, gint64 *due, gint64 *next)
+{
+	*next = G_MAXINT64;
+	for (GList *l = flush_queue.head; l; l = l->next) {
+		struct nfs_wb *wb = l->data;
+		gint64 d = 0;
+
+		g_mutex_lock(&wb->lock);
+		if (wb->held)
+			d = wb->held->sent + NFS_WB_HOLD;
+		g_mutex_unlock(&wb->lock);
+		if (d <= now) {
+			g_queue_delete_link(&flush_queue, l);
+			wb->flushing = false;
+			*due = d;
+			return wb;
+		}
+		*next = MIN(*next, d);
+	}
+	return NULL;
+}
+
 static gpointer flusher(gpointer unused)
 {
 	(void)unused;
 	g_mutex_lock(&flush_lock);
 	for (;;) {
-		struct nfs_wb *wb = g_queue_peek_head(&flush_queue);
-		gint64 due = 0;
+		gint64 due, next;
+		struct nfs_wb *wb = flush_due_locked(g_get_monotonic_time(), &due, &next);
 
 		if (!wb) {
-			g_cond_wait(&flush_cond, &flush_lock);
+			if (next == G_MAXINT64)
+				g_cond_wait(&flush_cond, &flush_lock);
+			else
+				g_cond_wait_until(&flush_cond, &flush_lock, next);
 			continue;
 		}
-		g_mutex_lock(&wb->lock);
-		if (wb->held)
-			due = wb->held->sent + NFS_WB_HOLD;
-		g_mutex_unlock(&wb->lock);
-		if (due > g_get_monotonic_time()) {
-			g_cond_wait_until(&flush_cond, &flush_lock, due);
-			continue;
-		}
-		g_queue_pop_head(&flush_queue);
-		wb->flushing = false;
 		flush_current = wb; /* nfs_wb_free() waits: this reference is never the last */
 		g_mutex_unlock(&flush_lock);
 		if (due) /* in the background: UNSTABLE, the writer may go on */
@@ -481,6 +511,22 @@ static void flusher_forget(struct nfs_wb *wb)
 		wb_unref(wb); /* not the last: the caller's */
 }
 
+/* The piece held, or NULL, with its context's reference (for the caller to drop) taken, and
+ * in flight on `conn` (leased) from now. wb->lock held. */
+static struct nfs_wbent *held_take_locked(struct nfs_wb *wb, struct nfs_conn *conn,
+					  struct nfs_conn **old)
+{
+	struct nfs_wbent *e = wb->held;
+
+	if (!e)
+		return NULL;
+	wb->held = NULL;
+	*old = e->conn;
+	e->conn = NULL;
+	ent_inflight_locked(wb, conn, e);
+	return e;
+}
+
 /* Send the piece held, if any, on the context its write came on; with `stable_alone`
  * FILE_SYNC when it is all the file keeps (nothing to COMMIT then). The context is leased
  * before the piece is taken, so that whoever waits for the file's WRITEs finds it held or in
@@ -507,12 +553,9 @@ static int held_push(struct nfs_wb *wb, bool stable_alone, gint64 deadline)
 	if (wb->held != e) {
 		rc = rc == -ENOTCONN ? 0 : rc; /* sent by another meanwhile */
 	} else if (rc == 0) {
-		wb->held = NULL;
-		old = e->conn;
-		e->conn = NULL;
 		t = wb->target;
 		t.sync = t.sync || (stable_alone && wb->ents.length == 1);
-		ent_inflight_locked(wb, conn, e);
+		held_take_locked(wb, conn, &old);
 		send = true;
 	} else if (rc == -ENOTCONN) { /* its context is gone: the writer sends it again */
 		wb->held = NULL;
@@ -537,22 +580,6 @@ static int held_push(struct nfs_wb *wb, bool stable_alone, gint64 deadline)
 	return rc == -ENOTCONN ? 0 : rc;
 }
 
-/* The piece held, or NULL, with its context's reference (for the caller to drop) taken, and
- * in flight on `conn` (leased) from now. wb->lock held. */
-static struct nfs_wbent *held_take_locked(struct nfs_wb *wb, struct nfs_conn *conn,
-					  struct nfs_conn **old)
-{
-	struct nfs_wbent *e = wb->held;
-
-	if (!e)
-		return NULL;
-	wb->held = NULL;
-	*old = e->conn;
-	e->conn = NULL;
-	ent_inflight_locked(wb, conn, e);
-	return e;
-}
-
 /* Join `len` bytes to the piece held. wb->lock held. */
 static void held_join_locked(struct nfs_wb *wb, const void *buf, size_t len, size_t chunk)
 {
@@ -564,6 +591,7 @@ static void held_join_locked(struct nfs_wb *wb, const void *buf, size_t len, siz
 	}
 	memcpy(e->data + e->len, buf, len);
 	e->len += len;
+	wb->hi = MAX(wb->hi, e->off + e->len);
 	wb->kept += len;
 	kept_add(wb->loc, (int64_t)len);
 }
@@ -626,6 +654,7 @@ int nfs_wb_write(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_wtar
 		tail = hold && e->len < t->chunk;
 		g_mutex_lock(&wb->lock);
 		g_queue_push_tail_link(&wb->ents, &e->link);
+		span_add_locked(wb, e->off, e->len);
 		wb->kept += e->len;
 		if (tail)
 			held_make_locked(wb, conn, t, e);

@@ -95,6 +95,34 @@ def test_small_writes_reach_the_server_while_open(mount_factory, kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_busy_file_does_not_hold_up_another(mount_factory, kind):
+    """A file written without a pause does not keep a line written to another open file from
+    the server. The busy one is written in pieces that do not fill a WRITE, so that it always
+    has one waiting to be joined, and its first piece is older than the other file's line."""
+    uri, d = export_dir(kind)
+    m = mount(mount_factory, uri, None)
+    busy = os.open(os.path.join(m.mnt, "x", "busy"), os.O_WRONLY | os.O_CREAT, 0o644)
+    quiet = os.open(os.path.join(m.mnt, "x", "quiet"), os.O_WRONLY | os.O_CREAT, 0o644)
+    piece = random.Random(kind).randbytes(100_000)
+    try:
+        os.write(busy, piece)
+        assert os.write(quiet, b"one line\n") == 9
+        deadline, n = time.monotonic() + 10, 0
+        while read_file(os.path.join(d, "quiet")) != b"one line\n":
+            assert time.monotonic() < deadline, (
+                f"{kind}: after 10 s and {n} writes to another file, the server holds "
+                f"{read_file(os.path.join(d, 'quiet'))!r} of a file left open")
+            for _ in range(10):
+                n += 1
+                if n % 640 == 0:  # 64 MB at most
+                    os.lseek(busy, 0, os.SEEK_SET)
+                os.write(busy, piece)
+    finally:
+        os.close(quiet)
+        os.close(busy)
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_fsync_puts_everything_on_the_server(mount_factory, kind):
     uri, d = export_dir(kind)
     m = mount(mount_factory, uri, 64)
