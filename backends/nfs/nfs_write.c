@@ -22,7 +22,7 @@
  * every later one. libnfs 4.0's nfs_pwrite() would have reported a full disk as a broken
  * connection, and neither it nor its COMMIT looks at the write verifier.
  *
- * Joining writes (NFSv3): a program that writes in pieces smaller than a WRITE (tar, cp and git
+ * Joining writes: a program that writes in pieces smaller than a WRITE (tar, cp and git
  * write 10-128 KiB at a time, a log a line) would send a WRITE per write(), and then a COMMIT at
  * close. So the tail of a write() that does not fill a WRITE is held, not sent: the next write()
  * that starts where it ends joins it, and it goes once it holds a whole WRITE. Anything else
@@ -32,8 +32,11 @@
  * a line and sleeps with the file open does not keep it from other clients for long.
  * Sent by a waiter while it is all the file keeps, it goes FILE_SYNC: nothing is left to COMMIT,
  * and a small file written whole costs one WRITE and no COMMIT, as with the kernel's client
- * (which sends a flush that fits one WRITE stable). NFSv4 sends every write at once: its
- * stateid may change (a reopen) before a held piece would go.
+ * (which sends a flush that fits one WRITE stable). On NFSv4 a held piece goes with the
+ * stateid of the open it was written through as that is when sent (the target points to it):
+ * that open lives until the release, which sends or drops the piece first; an open lost with
+ * its context (it is retired) cannot be leased, so the piece is then sent again by the writer,
+ * through the open made anew.
  *
  * WRITEs in flight have no timeout of libnfs' own: libnfs expires RPCs before it reads the
  * socket, so replies that arrived while nobody served the context would count as lost. Each
@@ -622,7 +625,6 @@ int nfs_wb_write(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_wtar
 	size_t done = 0;
 	int rc = 0;
 
-	hold = hold && !t->stateid;			      /* see the top */
 	__atomic_add_fetch(&wb->writes, 1, __ATOMIC_RELAXED); /* before: see nfs_wb_node_gen() */
 	nfs_set_timeout(conn->nfs, 0);
 	/* The piece held: joined by a write that starts where it ends, sent once full; sent first
