@@ -675,6 +675,21 @@ int nfs_wb_write(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_wtar
 	return rc;
 }
 
+/* Before `e` goes again: the bytes of it that newer entries of the file (later in the list)
+ * hold too become theirs, so that it cannot undo them whichever lands last. WRITEs sent again
+ * go back to back, and a newer one of the same bytes may be in flight or answered UNSTABLE
+ * already; the server carries out WRITEs in flight at once in any order. wb->lock held. */
+static void ent_patch_locked(struct nfs_wbent *e)
+{
+	for (GList *l = e->link.next; l; l = l->next) {
+		const struct nfs_wbent *y = l->data;
+		uint64_t lo = MAX(e->off, y->off), hi = MIN(e->off + e->len, y->off + y->len);
+
+		if (lo < hi)
+			memcpy(e->data + (lo - e->off), y->data + (lo - y->off), hi - lo);
+	}
+}
+
 int nfs_wb_resend(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_wtarget *t)
 {
 	int timeout = nfs_get_timeout(conn->nfs);
@@ -693,6 +708,8 @@ int nfs_wb_resend(struct nfs_wb *wb, struct nfs_conn *conn, const struct nfs_wta
 				if (++e->tries >= WB_TRIES) {
 					wb->err = -EIO;
 					e = NULL;
+				} else {
+					ent_patch_locked(e);
 				}
 			}
 		}

@@ -412,6 +412,52 @@ def test_nfs_server_restarted_while_writing_on(servers, trees, tmp_path, mount_f
     stop_or_fail(m)
 
 
+# Writes 4 MiB (seeded by argv[2]), then over them, piece by piece in 64 KiB writes, 4 MiB more
+# (seeded by argv[3]), each answered UNSTABLE before it says so; waits for a line, fsync()s and
+# closes: prints the errno of the first that failed, or "none".
+OVERWRITE_ACROSS_RESTART = """
+import os, random, sys
+MiB = 1 << 20
+old, new = (random.Random(seed).randbytes(4 * MiB) for seed in sys.argv[2:4])
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+assert os.write(fd, old) == len(old)
+os.fstat(fd)  # waits for the WRITEs' answers: UNSTABLE, kept until a COMMIT
+for off in range(0, len(new), 64 * 1024):
+    assert os.pwrite(fd, new[off:off + 64 * 1024], off) == 64 * 1024
+os.fstat(fd)
+print("written", flush=True)
+sys.stdin.readline()
+try:
+    os.fsync(fd)
+    os.close(fd)
+    print("none")
+except OSError as e:
+    print(e.errno)
+"""
+
+
+@pytest.mark.parametrize("kind", ["nfs3", "nfs4"])
+def test_nfs_server_restarted_before_commit_of_rewritten_data(servers, trees, tmp_path,
+                                                              mount_factory, kind):
+    """The same bytes written twice, both answered UNSTABLE, and the server restarts before a
+    COMMIT: fsync() sends both writes again, back to back, and the server may carry them out in
+    either order. The file must end with the newer bytes, never the older."""
+    t, data, m, r = _fault_setup(servers, trees, tmp_path, kind, mount_factory)
+    backing = os.path.join(t.dir, "rewritten")
+    out = _held_across_restart(servers, m, t, r, "nfs", OVERWRITE_ACROSS_RESTART, "rewritten",
+                               meanwhile=lambda: os.truncate(backing, 0),
+                               args=["old", "new"])
+    assert out.strip() == "none", f"fsync() after the restart: {out!r}"
+    got = read_file(backing)
+    want = random.Random("new").randbytes(4 * MiB)
+    assert len(got) == len(want)
+    bad = [off for off in range(0, len(want), 64 * 1024)
+           if got[off:off + 64 * 1024] != want[off:off + 64 * 1024]]
+    assert not bad, f"{len(bad)} of 64 pieces hold other bytes than the last written, from " \
+                    f"offset {bad[0]}"
+    stop_or_fail(m)
+
+
 # Opens read-write, writes 1 MiB of A and fsyncs, says so, waits for a line; then writes 1 MiB of B after
 # it, reads the first MiB back, closes: prints what each step gave ("ok" or an errno).
 OPEN_ACROSS_RESTART = """
