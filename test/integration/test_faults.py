@@ -338,22 +338,26 @@ def _held_across_restart(servers, m, t, r, server, script, name, meanwhile=None,
     return out
 
 
-# Opens, writes 1 MiB (seeded by argv[2]), says so, waits for a line, then fsync()s (argv[3] ==
-# "fsync") or not, and closes: prints the errno of the first that failed, or "none".
-WRITE_THEN_CLOSE = """
-import os, random, sys
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-os.write(fd, random.Random(sys.argv[2]).randbytes(1 << 20))
+# The end of a script that wrote to `fd`: says so, waits for a line, then fsync()s (its last
+# argument is "fsync") or not, and closes: prints the errno of the first that failed, or "none".
+SAY_WRITTEN_THEN_CLOSE = """
 print("written", flush=True)
 sys.stdin.readline()
 try:
-    if sys.argv[3] == "fsync":
+    if sys.argv[-1] == "fsync":
         os.fsync(fd)
     os.close(fd)
     print("none")
 except OSError as e:
     print(e.errno)
 """
+
+# Opens, writes 1 MiB (seeded by argv[2]), and ends as above (argv[3]: "fsync" or not).
+WRITE_THEN_CLOSE = """
+import os, random, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, random.Random(sys.argv[2]).randbytes(1 << 20))
+""" + SAY_WRITTEN_THEN_CLOSE
 
 
 @pytest.mark.parametrize("how", ["close", "fsync"])
@@ -413,8 +417,7 @@ def test_nfs_server_restarted_while_writing_on(servers, trees, tmp_path, mount_f
 
 
 # Writes 4 MiB (seeded by argv[2]), then over them, piece by piece in 64 KiB writes, 4 MiB more
-# (seeded by argv[3]), each answered UNSTABLE before it says so; waits for a line, fsync()s and
-# closes: prints the errno of the first that failed, or "none".
+# (seeded by argv[3]), each answered UNSTABLE, and ends as above (argv[4]: "fsync" or not).
 OVERWRITE_ACROSS_RESTART = """
 import os, random, sys
 MiB = 1 << 20
@@ -425,15 +428,7 @@ os.fstat(fd)  # waits for the WRITEs' answers: UNSTABLE, kept until a COMMIT
 for off in range(0, len(new), 64 * 1024):
     assert os.pwrite(fd, new[off:off + 64 * 1024], off) == 64 * 1024
 os.fstat(fd)
-print("written", flush=True)
-sys.stdin.readline()
-try:
-    os.fsync(fd)
-    os.close(fd)
-    print("none")
-except OSError as e:
-    print(e.errno)
-"""
+""" + SAY_WRITTEN_THEN_CLOSE
 
 
 @pytest.mark.parametrize("kind", ["nfs3", "nfs4"])
@@ -446,7 +441,7 @@ def test_nfs_server_restarted_before_commit_of_rewritten_data(servers, trees, tm
     backing = os.path.join(t.dir, "rewritten")
     out = _held_across_restart(servers, m, t, r, "nfs", OVERWRITE_ACROSS_RESTART, "rewritten",
                                meanwhile=lambda: os.truncate(backing, 0),
-                               args=["old", "new"])
+                               args=["old", "new", "fsync"])
     assert out.strip() == "none", f"fsync() after the restart: {out!r}"
     got = read_file(backing)
     want = random.Random("new").randbytes(4 * MiB)
