@@ -107,6 +107,7 @@ char *ff_control_read(struct ff_state *s, uint64_t ino, size_t *len)
 	case 0:
 		g_string_append_printf(out, "inodes %zu\n", ff_itab_count(s->itab));
 		ff_jcache_describe(s->jcache, out);
+		ff_absent_describe(s->absent, out);
 		g_string_append_printf(out, "nsdb-searches %" G_GUINT64_FORMAT "\n",
 				       ff_nsdb_searches());
 		ff_notify_describe(out);

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 
 #include "fedfuse/inode.h"
+#include "fedfuse/absent.h"
 #include "fedfuse/jcache.h"
 #include "fedfuse/lock.h"
 #include "fedfuse/mount.h"
@@ -57,8 +58,9 @@ struct ff_state {
 	struct ff_itab *itab;
 	struct ff_mounts *mounts;
 	struct ff_jcache *jcache;
-	struct ff_nsdb *nsdb;	/* FSNs resolved through NSDBs (nsdb.h) */
-	struct ff_locks *locks; /* made with the worker threads' session loop */
+	struct ff_absent *absent; /* names just found absent (absent.h) */
+	struct ff_nsdb *nsdb;	  /* FSNs resolved through NSDBs (nsdb.h) */
+	struct ff_locks *locks;	  /* made with the worker threads' session loop */
 
 	/* Open files and directories, so that a shutdown with some still open releases them. */
 	GMutex handles_lock;

@@ -169,6 +169,7 @@ void ff_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	if (rc == 0)
 		rc = ff_gw_create(op.t.mnt, &op.h.cred, op.t.bnode, name, ff_create_mode(&op, mode),
 				  fi->flags & ~O_NOCTTY, &node, &st, &fh);
+	ff_absent_changed(op.s->absent); /* a name made, or one found there (EEXIST) */
 	if (rc < 0) {
 		ff_reply_err(req, rc);
 		ff_req_end(&op);

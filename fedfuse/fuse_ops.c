@@ -262,6 +262,7 @@ static void reply_new_entry(fuse_req_t req, struct ff_request *op, int rc, ff_no
 {
 	struct fuse_entry_param e;
 
+	ff_absent_changed(op->s->absent); /* a name made, or one found there (EEXIST) */
 	if (rc < 0) {
 		ff_reply_err(req, rc);
 		return;
@@ -329,6 +330,7 @@ static void ff_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 		rc = -EXDEV;
 	if (rc == 0)
 		rc = ff_gw_link(op.t.mnt, &op.h.cred, inode->bnode, op.t.bnode, newname, &st);
+	ff_absent_changed(ff_req_state(req)->absent);
 	if (rc < 0) {
 		ff_reply_err(req, rc);
 	} else {
@@ -351,6 +353,7 @@ static void ff_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		rc = ff_hide_if_open(&op, op.inode, &op.t, name);
 	if (rc == 0)
 		rc = ff_gw_unlink(op.t.mnt, &op.h.cred, op.t.bnode, name);
+	ff_absent_changed(op.s->absent); /* an open file's hidden name made, perhaps */
 	ff_reply_err(req, rc < 0 ? rc : 0);
 	ff_req_end(&op);
 }
@@ -406,6 +409,7 @@ static void ff_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	if (victim)
 		ff_itab_forget(op.s->itab, victim->ino, 1);
+	ff_absent_changed(op.s->absent); /* its inode number may come back for another */
 	ff_reply_err(req, rc);
 	ff_req_end(&op);
 }
@@ -435,6 +439,7 @@ static void ff_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	if (rc == 0)
 		rc = ff_gw_rename(op.t.mnt, &op.h.cred, op.t.bnode, name, nop.t.bnode, newname,
 				  flags);
+	ff_absent_changed(ff_req_state(req)->absent);
 	ff_reply_err(req, rc);
 	ff_req_end(&nop);
 	ff_req_end(&op);

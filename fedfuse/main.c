@@ -432,7 +432,7 @@ int main(int argc, char *argv[])
 	rc = setup_reload(&s, &reloader);
 	if (rc == 0) {
 		s.locks = ff_locks_new();
-		ff_notify_start(s.se, s.itab);
+		ff_notify_start(s.se, s.itab, s.absent);
 	}
 	pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
 	if (rc < 0) {

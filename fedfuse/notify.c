@@ -18,14 +18,16 @@ static struct {
 	GRWLock lock; /* readers deliver; the writer starts and stops */
 	struct fuse_session *se;
 	struct ff_itab *itab;
+	struct ff_absent *absent; /* forgets its names at every report */
 	gint64 sent;
 } hub;
 
-void ff_notify_start(struct fuse_session *se, struct ff_itab *itab)
+void ff_notify_start(struct fuse_session *se, struct ff_itab *itab, struct ff_absent *absent)
 {
 	g_rw_lock_writer_lock(&hub.lock);
 	hub.se = se;
 	hub.itab = itab;
+	hub.absent = absent;
 	g_rw_lock_writer_unlock(&hub.lock);
 }
 
@@ -34,6 +36,7 @@ void ff_notify_stop(void)
 	g_rw_lock_writer_lock(&hub.lock);
 	hub.se = NULL;
 	hub.itab = NULL;
+	hub.absent = NULL;
 	g_rw_lock_writer_unlock(&hub.lock);
 }
 
@@ -53,6 +56,8 @@ static void inval_inode(void *data, dev_t dev, ino_t ino)
 
 	forget_root(m, dev, ino);
 	g_rw_lock_reader_lock(&hub.lock);
+	if (hub.absent)
+		ff_absent_changed(hub.absent);
 	number = hub.se ? ff_itab_find_number(hub.itab, m, m->index, dev, ino) : 0;
 	/* offset 0, length 0: the attributes and every cached page */
 	if (number && fuse_lowlevel_notify_inval_inode(hub.se, number, 0, 0) == 0)
@@ -66,6 +71,8 @@ static void inval_entry(void *data, dev_t dev, ino_t dir_ino, const char *name)
 	uint64_t number;
 
 	g_rw_lock_reader_lock(&hub.lock);
+	if (hub.absent)
+		ff_absent_changed(hub.absent);
 	number = hub.se ? ff_itab_find_number(hub.itab, m, m->index, dev, dir_ino) : 0;
 	if (number && fuse_lowlevel_notify_inval_entry(hub.se, number, name, strlen(name)) == 0)
 		__atomic_fetch_add(&hub.sent, 1, __ATOMIC_RELAXED);

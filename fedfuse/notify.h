@@ -11,13 +11,15 @@
 #include <glib.h>
 
 #include "backends/backend.h"
+#include "fedfuse/absent.h"
 #include "fedfuse/inode.h"
 
 struct ff_mount;
 
-/* Deliver reports to the kernel through `se`, finding inodes in `itab`. Before it (and after
- * ff_notify_stop) reports are dropped: nothing is cached that they could invalidate. */
-void ff_notify_start(struct fuse_session *se, struct ff_itab *itab);
+/* Deliver reports to the kernel through `se`, finding inodes in `itab`; each also makes
+ * `absent` forget the names it keeps. Before it (and after ff_notify_stop) reports are dropped:
+ * nothing is cached that they could invalidate. */
+void ff_notify_start(struct fuse_session *se, struct ff_itab *itab, struct ff_absent *absent);
 /* Drop reports from now on; returns once none is being delivered. Call it before the session
  * or the table goes away. */
 void ff_notify_stop(void);

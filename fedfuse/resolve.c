@@ -552,7 +552,8 @@ int ff_resolve_lookup(const struct ff_ctx *c, struct ff_inode *parent, const cha
 		      struct fuse_entry_param *e)
 {
 	const struct ff_ns_node *dir, *node;
-	double absent = 0; /* how long an absent name is kept so */
+	double absent = 0, keep; /* how long an absent name is kept so: this one, any */
+	uint64_t gen;
 	bool in_tree;
 	struct ff_target t;
 	ff_node *bnode;
@@ -580,11 +581,20 @@ int ff_resolve_lookup(const struct ff_ctx *c, struct ff_inode *parent, const cha
 		rc = -ENOENT;
 		goto out_put;
 	}
+	keep = negative_timeout(t.mnt);
+	if (keep > 0 && ff_absent_known(c->s->absent, parent->ino, name)) {
+		rc = -ENOENT; /* found absent a moment ago (absent.h) */
+		absent = keep;
+		goto out_put;
+	}
+	gen = ff_absent_gen(c->s->absent);
 	rc = lookup_backend(c, &t, name, &bnode, &st);
-	if (rc == 0)
+	if (rc == 0) {
 		rc = ff_resolve_found(c, t.mnt, bnode, &st, in_tree, e, NULL);
-	else if (rc == -ENOENT)
-		absent = negative_timeout(t.mnt);
+	} else if (rc == -ENOENT) {
+		absent = keep;
+		ff_absent_note(c->s->absent, parent->ino, name, gen, keep);
+	}
 out_put:
 	ff_target_put(c->s, &t);
 	if (rc == -ENOENT)

@@ -33,6 +33,7 @@ void ff_state_init(struct ff_state *s)
 	ff_inode_set_ns(ff_itab_intern_virtual(s->itab, FF_INO_ROOT, "/"), s->ns,
 			ff_namespace_find(s->ns, "/"));
 	s->jcache = ff_jcache_new();
+	s->absent = ff_absent_new();
 	s->nsdb = ff_nsdb_new();
 	g_mutex_init(&s->handles_lock);
 	s->handles = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -46,6 +47,7 @@ void ff_state_clear(struct ff_state *s)
 	ff_itab_free(s->itab); /* before the mounts its inodes hold */
 	ff_mounts_free(s->mounts);
 	ff_jcache_free(s->jcache);
+	ff_absent_free(s->absent);
 	ff_nsdb_free(s->nsdb);
 	ff_namespace_unref(s->ns);
 	g_mutex_clear(&s->ns_lock);
@@ -126,6 +128,7 @@ bool ff_state_reload(struct ff_state *s)
 	g_mutex_unlock(&s->ns_lock);
 	ff_cred_flush();
 	ff_jcache_clear(s->jcache);
+	ff_absent_changed(s->absent);
 	if (s->se)
 		invalidate_namespace(s, old, ns);
 	ff_namespace_unref(old);

@@ -63,6 +63,8 @@ void ff_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *v
 		rc = -EPERM;
 	if (rc == 0)
 		rc = ff_gw_setxattr(op.t.mnt, &op.h.cred, op.t.bnode, name, value, size, flags);
+	if (rc == 0) /* a directory may have become a junction */
+		ff_absent_changed(op.s->absent);
 	ff_reply_err(req, rc);
 	ff_req_end(&op);
 }
@@ -187,6 +189,8 @@ void ff_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 		rc = -EPERM;
 	if (rc == 0)
 		rc = ff_gw_removexattr(op.t.mnt, &op.h.cred, op.t.bnode, name);
+	if (rc == 0)
+		ff_absent_changed(op.s->absent);
 	ff_reply_err(req, rc);
 	ff_req_end(&op);
 }

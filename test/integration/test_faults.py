@@ -30,8 +30,8 @@ import time
 import pytest
 
 from conftest import backend_module_present, read_servers_env, stop_or_fail, uri_below
-from servers_util import (PrivateServers, Timed, errno_of, location_state, location_xattr,
-                          poll, port_listens, read_locations, timed)
+from servers_util import (PrivateServers, Timed, drop_caches, errno_of, location_state,
+                          location_xattr, poll, port_listens, read_locations, timed)
 from util import ctrl_c, namespace_text, read_file, wait_until, write_file
 
 TIMEOUT = 3  # the namespace's timeout=, seconds
@@ -759,6 +759,17 @@ def backend_lookups(mnt, where):
     return int(re.search(r"^\s+lookup\s+calls=(\d+)", block.group(0), re.M).group(1))
 
 
+def _tree_mounted(servers, trees, mount_factory, kind, attr_timeout):
+    """A tree of `kind` mounted as /r with `attr_timeout`, listed once: (tree, mount, /r)."""
+    need_module(kind)
+    t = trees(servers.env, kind)
+    m = mount_factory(ns_text=ns_text([("/r", [t.uri], None)], attr_timeout=attr_timeout))
+    m.start()
+    r = os.path.join(m.mnt, "r")
+    os.listdir(r)
+    return t, m, r
+
+
 @pytest.mark.parametrize("kind", ["nfs3", "nfs4", "smb"])
 def test_absent_names_kept_for_attr_timeout(servers, trees, mount_factory, kind):
     """A name the server does not have is kept absent by the kernel as long as a name it has
@@ -766,12 +777,7 @@ def test_absent_names_kept_for_attr_timeout(servers, trees, mount_factory, kind)
     a program that looks for a file before creating it (git's checkout, make) pays one round
     trip, not two. Created through the mount, the name is there at once; created by others on
     the server, it shows once attr-timeout has passed."""
-    need_module(kind)
-    t = trees(servers.env, kind)
-    m = mount_factory(ns_text=ns_text([("/r", [t.uri], None)], attr_timeout="2"))
-    m.start()
-    r = os.path.join(m.mnt, "r")
-    os.listdir(r)
+    t, m, r = _tree_mounted(servers, trees, mount_factory, kind, "2")
     for attempt in range(3):  # both looks within attr-timeout (a loaded machine may stall)
         name = os.path.join(r, f"absent{attempt}")
         t0 = time.monotonic()
@@ -800,6 +806,55 @@ def test_absent_names_kept_for_attr_timeout(servers, trees, mount_factory, kind)
     os.mkdir(os.path.join(r, "dir"))  # and a directory, then a file in it
     write_file(os.path.join(r, "dir", "f"), b"f\n")
     assert sorted(os.listdir(os.path.join(r, "dir"))) == ["f"]
+
+
+@pytest.mark.parametrize("kind", ["nfs3", "nfs4", "smb"])
+def test_exclusive_create_after_a_look_asks_no_second_lookup(servers, trees, mount_factory,
+                                                              kind):
+    """A program that looks for a name and then creates it O_EXCL (git's checkout): the kernel
+    looks the name up again for the open, which the daemon answers from the first lookup, not
+    the server. That answer never hides a name: one made on the server meanwhile makes the
+    create fail EEXIST (the create is exclusive there), and every name made through the mount
+    since (file, directory, symlink, hard link, rename) is found at once."""
+    t, m, r = _tree_mounted(servers, trees, mount_factory, kind, "30")
+
+    def look_then_create(name):
+        with pytest.raises(FileNotFoundError):
+            os.lstat(os.path.join(r, name))
+        before = backend_lookups(m.mnt, "/r")
+        fd = os.open(os.path.join(r, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.write(fd, name.encode())
+        os.close(fd)
+        return backend_lookups(m.mnt, "/r") - before
+
+    assert look_then_create("new") == 0, f"{kind}: the create looked the name up again"
+    assert read_file(os.path.join(t.dir, "new")) == b"new"
+
+    # made on the server between the look and the create: EEXIST, the file left as it is
+    with pytest.raises(FileNotFoundError):
+        os.lstat(os.path.join(r, "theirs"))
+    write_file(os.path.join(t.dir, "theirs"), b"made there\n")
+    with pytest.raises(FileExistsError):
+        os.open(os.path.join(r, "theirs"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    assert read_file(os.path.join(t.dir, "theirs")) == b"made there\n"
+
+    # made through the mount after a look: found at once, whatever made it
+    makers = {"dir": lambda p: os.mkdir(p), "renamed": lambda p: os.rename(
+        os.path.join(r, "new"), p), "hardlink": lambda p: os.link(os.path.join(r, "theirs"), p)}
+    if kind != "smb":  # Samba refuses symlinks to its guests
+        makers["symlink"] = lambda p: os.symlink("theirs", p)
+    for name, make in makers.items():
+        path = os.path.join(r, name)
+        with pytest.raises(FileNotFoundError):
+            os.lstat(path)
+        try:
+            make(path)
+        except PermissionError:  # a server without hard links or symlinks
+            continue
+        assert drop_caches()  # the kernel forgets it: the daemon is asked
+        assert os.path.lexists(path), f"{kind}: {name} made through the mount is not found"
+    with pytest.raises(FileExistsError):  # and the names found absent before are not kept so
+        os.open(os.path.join(r, "dir"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
 
 
 # ---- replicas: failover and failback (issue 7, DESIGN §6) --------------------------------------
