@@ -164,6 +164,20 @@ static void ent_lost_locked(struct nfs_wb *wb, struct nfs_wbent *e)
 	e->data = NULL;
 }
 
+/* The piece held (see the top), or NULL, no longer held; the reference to the context its write
+ * came on goes to *old, for the caller to drop once wb->lock is let go. wb->lock held. */
+static struct nfs_wbent *held_detach_locked(struct nfs_wb *wb, struct nfs_conn **old)
+{
+	struct nfs_wbent *e = wb->held;
+
+	if (e) {
+		wb->held = NULL;
+		*old = e->conn;
+		e->conn = NULL;
+	}
+	return e;
+}
+
 static void wb_destroy(struct nfs_wb *wb);
 
 void nfs_wchunk_done(struct nfs_wbent *e, int err, size_t count, bool stable,
@@ -280,16 +294,15 @@ static void flusher_forget(struct nfs_wb *wb);
 void nfs_wb_free(struct nfs_loc *loc, struct nfs_wb *wb)
 {
 	struct nfs_conn *conn = NULL;
+	struct nfs_wbent *e;
 	GPtrArray *list;
 
 	flusher_forget(wb);
 	/* A piece still held: the file's close() failed (its data may be lost, and it said so). */
 	g_mutex_lock(&wb->lock);
-	if (wb->held) {
-		conn = wb->held->conn;
-		ent_free_locked(wb, wb->held);
-		wb->held = NULL;
-	}
+	e = held_detach_locked(wb, &conn);
+	if (e)
+		ent_free_locked(wb, e);
 	g_mutex_unlock(&wb->lock);
 	if (conn)
 		nfs_conn_unref(conn);
@@ -519,14 +532,10 @@ static void flusher_forget(struct nfs_wb *wb)
 static struct nfs_wbent *held_take_locked(struct nfs_wb *wb, struct nfs_conn *conn,
 					  struct nfs_conn **old)
 {
-	struct nfs_wbent *e = wb->held;
+	struct nfs_wbent *e = held_detach_locked(wb, old);
 
-	if (!e)
-		return NULL;
-	wb->held = NULL;
-	*old = e->conn;
-	e->conn = NULL;
-	ent_inflight_locked(wb, conn, e);
+	if (e)
+		ent_inflight_locked(wb, conn, e);
 	return e;
 }
 
@@ -561,10 +570,7 @@ static int held_push(struct nfs_wb *wb, bool stable_alone, gint64 deadline)
 		held_take_locked(wb, conn, &old);
 		send = true;
 	} else if (rc == -ENOTCONN) { /* its context is gone: the writer sends it again */
-		wb->held = NULL;
-		old = e->conn;
-		e->conn = NULL;
-		e->state = WB_RESEND;
+		held_detach_locked(wb, &old)->state = WB_RESEND;
 	}
 	g_mutex_unlock(&wb->lock);
 	if (send) {
