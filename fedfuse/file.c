@@ -30,18 +30,20 @@ static uint64_t times_of(const struct stat *st)
 	return m ^ ((c << 32) | (c >> 32)) ^ (c * 0x9e3779b97f4a7c15u);
 }
 
+/* Under the inode's lock; `open` is set once the file was opened. */
 static bool same_version(struct ff_inode *inode, const struct stat *st)
 {
-	return inode->cache_valid && inode->cache_size == st->st_size &&
-	       inode->cache_times == times_of(st);
+	const struct ff_inode_open *o = inode->open;
+
+	return o->cache_valid && o->cache_size == st->st_size && o->cache_times == times_of(st);
 }
 
 static void remember_version(struct ff_inode *inode, const struct stat *st)
 {
 	g_mutex_lock(&inode->lock);
-	inode->cache_valid = true;
-	inode->cache_size = st->st_size;
-	inode->cache_times = times_of(st);
+	inode->open->cache_valid = true;
+	inode->open->cache_size = st->st_size;
+	inode->open->cache_times = times_of(st);
 	g_mutex_unlock(&inode->lock);
 }
 
@@ -56,7 +58,9 @@ static struct ff_file *file_new(struct ff_request *op, ff_fh *fh)
 	f->flock_fd = -1;
 	g_atomic_int_inc(&f->mnt->open_files);
 	g_mutex_lock(&op->inode->lock);
-	op->inode->opencount++;
+	if (!op->inode->open)
+		op->inode->open = g_new0(struct ff_inode_open, 1);
+	op->inode->open->opencount++;
 	g_mutex_unlock(&op->inode->lock);
 	ff_handle_track(op->s, f, false);
 	return f;
@@ -128,7 +132,7 @@ void ff_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		bool known;
 
 		g_mutex_lock(&op.inode->lock);
-		known = op.inode->cache_valid;
+		known = op.inode->open->cache_valid;
 		fi->keep_cache = same_version(op.inode, &st);
 		g_mutex_unlock(&op.inode->lock);
 		remember_version(op.inode, &st);
@@ -396,7 +400,7 @@ void ff_file_release(struct ff_state *s, struct ff_file *f)
 			    f->mnt->loc.spec.uri, g_strerror(-rc));
 	g_atomic_int_dec_and_test(&f->mnt->open_files);
 	g_mutex_lock(&f->inode->lock);
-	f->inode->opencount--;
+	f->inode->open->opencount--;
 	g_mutex_unlock(&f->inode->lock);
 	ff_remove_hidden(s, f->inode);
 	/* A written file may leave its backend's write buffers free in the heap (main.c's

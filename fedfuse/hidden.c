@@ -21,7 +21,8 @@ static bool still_open(struct ff_state *s, struct ff_inode *victim)
 		bool open;
 
 		g_mutex_lock(&victim->lock);
-		open = victim->opencount > 0 && !(victim->gone && victim->gone->hidden_name);
+		open = victim->open && victim->open->opencount > 0 &&
+		       !(victim->gone && victim->gone->hidden_name);
 		g_mutex_unlock(&victim->lock);
 		if (!open || ms == RELEASE_WAIT_MS || !ff_files_closing(s, victim))
 			return open;
@@ -116,7 +117,8 @@ void ff_remove_hidden(struct ff_state *s, struct ff_inode *inode)
 	int rc;
 
 	g_mutex_lock(&inode->lock);
-	dir = inode->opencount == 0 && inode->gone && inode->gone->hidden_name
+	dir = (!inode->open || inode->open->opencount == 0) && inode->gone &&
+			      inode->gone->hidden_name
 		      ? inode->gone->hidden_parent
 		      : NULL;
 	name = dir ? g_steal_pointer(&inode->gone->hidden_name) : NULL;

@@ -27,7 +27,7 @@ struct ff_itab {
 
 G_STATIC_ASSERT(G_STRUCT_OFFSET(struct ff_inode, ino) == 0);
 #if GLIB_SIZEOF_VOID_P == 8
-G_STATIC_ASSERT(sizeof(struct ff_inode) <= 104); /* one 112-byte malloc chunk */
+G_STATIC_ASSERT(sizeof(struct ff_inode) <= 88); /* one 96-byte malloc chunk */
 #endif
 
 static guint obj_hash(gconstpointer p)
@@ -136,6 +136,7 @@ static void inode_free(struct ff_itab *itab, struct ff_inode *inode)
 	if (inode->gone)
 		g_free(inode->gone->hidden_name);
 	g_free(inode->gone);
+	g_free(inode->open);
 	g_mutex_clear(&inode->lock);
 	g_free(inode);
 }

@@ -50,8 +50,18 @@ struct ff_ns_ref {
 void ff_inode_set_ns(struct ff_inode *inode, struct ff_namespace *ns,
 		     const struct ff_ns_node *node);
 
-/* Kept small, 104 bytes (one 112-byte malloc chunk): the daemon holds one per inode the kernel
- * caches (DESIGN §10). */
+/* Close-to-open consistency for a file opened through the mount: the data version the
+ * kernel's page cache holds. Made at the file's first open, kept until the inode goes. */
+struct ff_inode_open {
+	bool cache_valid;
+	int opencount;
+	uint64_t cache_times; /* st_mtim and st_ctim folded (file.c: times_of()) */
+	off_t cache_size;
+};
+
+/* Kept small, 88 bytes (one 96-byte malloc chunk): the daemon holds one per inode the kernel
+ * caches (DESIGN §10), most of them never opened (find, ls, du, make's stats), so what only an
+ * opened file needs is kept apart (`open`). */
 struct ff_inode {
 	uint64_t ino;	  /* first: the table's number index hashes the inode by it */
 	uint64_t nlookup; /* the kernel's references; under the table mutex */
@@ -72,13 +82,6 @@ struct ff_inode {
 	 * reusing a file id). The kernel may still use its number; lookups never find it. */
 	bool retired;
 
-	/* Close-to-open consistency: the data version the kernel's page cache holds (under
-	 * `lock`, as are opencount and the fields after it). */
-	bool cache_valid;
-	int opencount;
-	uint64_t cache_times; /* st_mtim and st_ctim folded (file.c: times_of()) */
-	off_t cache_size;
-
 	struct ff_mount *mnt;
 	ff_node *bnode;
 
@@ -88,6 +91,7 @@ struct ff_inode {
 
 	GMutex lock;
 	struct ff_inode_gone *gone; /* NULL unless removed through the mount (below) */
+	struct ff_inode_open *open; /* NULL until first opened; under `lock` */
 };
 
 /* What an inode keeps once its name was removed through the mount (path-named backends). */

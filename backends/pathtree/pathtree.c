@@ -26,15 +26,49 @@ static gboolean node_equal(gconstpointer a, gconstpointer b)
 	return x->parent == y->parent && strcmp(x->name, y->name) == 0;
 }
 
+/* Name `node`: in its own room when the name fits, else in a copy of its own. */
+static void set_name(struct ff_pathnode *node, const char *name)
+{
+	size_t len = strlen(name) + 1;
+
+	if (node->name != node->own)
+		g_free(node->name);
+	if (len <= node->room)
+		node->name = memcpy(node->own, name, len);
+	else
+		node->name = g_strdup(name);
+}
+
+/* A node named `name`, with room for the name in the same allocation. The room takes what
+ * malloc's chunk would waste anyway (chunks grow by 16 bytes, 8 of them its header), so a
+ * rename to a slightly longer name still fits. */
+static struct ff_pathnode *node_new(const char *name)
+{
+	size_t len = strlen(name) + 1;
+	size_t size = ((sizeof(struct ff_pathnode) + len + 8 + 15) & ~(size_t)15) - 8;
+	struct ff_pathnode *node = g_malloc0(size);
+
+	node->room = (guint16)MIN(size - sizeof(struct ff_pathnode), G_MAXUINT16);
+	set_name(node, name);
+	return node;
+}
+
+static void node_free(struct ff_pathnode *node)
+{
+	if (node->name != node->own)
+		g_free(node->name);
+	g_free(node->priv);
+	g_free(node);
+}
+
 struct ff_pathtree *ff_pathtree_new(void)
 {
 	struct ff_pathtree *tree = g_new0(struct ff_pathtree, 1);
 
 	g_mutex_init(&tree->lock);
 	tree->index = g_hash_table_new(node_hash, node_equal);
-	tree->root = g_new0(struct ff_pathnode, 1);
+	tree->root = node_new("");
 	tree->root->refcount = 1; /* the tree's own */
-	tree->root->name = g_strdup("");
 	return tree;
 }
 
@@ -43,9 +77,7 @@ void ff_pathtree_free(struct ff_pathtree *tree)
 	if (!tree)
 		return;
 	g_hash_table_destroy(tree->index);
-	g_free(tree->root->name);
-	g_free(tree->root->priv);
-	g_free(tree->root);
+	node_free(tree->root);
 	g_mutex_clear(&tree->lock);
 	g_free(tree);
 }
@@ -72,9 +104,7 @@ static void unref_locked(struct ff_pathtree *tree, struct ff_pathnode *node)
 			return;
 		if (node->indexed)
 			g_hash_table_remove(tree->index, node);
-		g_free(node->name);
-		g_free(node->priv);
-		g_free(node);
+		node_free(node);
 		node = parent;
 	}
 }
@@ -97,11 +127,10 @@ struct ff_pathnode *ff_pathtree_child(struct ff_pathtree *tree, struct ff_pathno
 	if (node) {
 		g_atomic_int_inc(&node->refcount);
 	} else {
-		node = g_new0(struct ff_pathnode, 1);
+		node = node_new(name);
 		node->refcount = 1;
 		node->parent = parent;
 		g_atomic_int_inc(&parent->refcount);
-		node->name = g_strdup(name);
 		node->indexed = true;
 		g_hash_table_add(tree->index, node);
 	}
@@ -199,8 +228,7 @@ static void move_locked(struct ff_pathtree *tree, struct ff_pathnode *node,
 		g_hash_table_remove(tree->index, node);
 	g_atomic_int_inc(&parent->refcount);
 	node->parent = parent;
-	g_free(node->name);
-	node->name = g_strdup(name);
+	set_name(node, name);
 	node->indexed = true;
 	g_hash_table_add(tree->index, node);
 	unref_locked(tree, oldparent);

@@ -17,9 +17,11 @@
 struct ff_pathnode {
 	gint refcount;		    /* core references + one per child that names it as parent */
 	bool indexed;		    /* reachable through the index */
+	guint16 room;		    /* bytes of `own` */
 	struct ff_pathnode *parent; /* NULL for the root and for a detached (unlinked) node */
-	char *name;		    /* "" for the root */
+	char *name;		    /* "" for the root; `own` when the name fits there */
 	void *priv; /* the backend's, g_free'd with the node; the backend locks it */
+	char own[]; /* the name, in the node's own allocation: one malloc per node, not two */
 };
 
 struct ff_pathtree;

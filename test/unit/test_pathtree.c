@@ -30,6 +30,19 @@ static void test_paths_follow_renames(void)
 	assert_path(t, b, "c", "/a/b/c");
 	ff_pathtree_rename(t, root, "a", root, "z", false);
 	assert_path(t, b, NULL, "/z/b");
+	{ /* names longer than the node's own room, and back */
+		char lng[201], want[210];
+
+		memset(lng, 'n', 200);
+		lng[200] = '\0';
+		ff_pathtree_rename(t, root, "z", root, lng, false);
+		g_snprintf(want, sizeof(want), "/%s/b", lng);
+		assert_path(t, b, NULL, want);
+		g_assert_true(ff_pathtree_child(t, root, lng) == a);
+		ff_pathtree_unref(t, a);
+		ff_pathtree_rename(t, root, lng, root, "z", false);
+		assert_path(t, b, NULL, "/z/b");
+	}
 	ff_pathtree_unlink(t, a, "b");
 	g_assert_null(ff_pathtree_path(t, NULL, b, NULL)); /* unlinked: no path */
 	ff_pathtree_unref(t, b);
