@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * xattr.c - extended attributes (xattr.h): junction values are the namespace's business, not
- * its users'; "no ACL" is ENODATA where a location has none.
+ * its users'; security labels are not carried; "no ACL" is ENODATA where a location has none.
  */
 #include <errno.h>
 #include <string.h>
@@ -18,6 +18,20 @@ static bool xattr_hidden(const char *name)
 	       g_str_has_prefix(name, "trusted.junction.");
 }
 
+/*
+ * Security labels (SELinux's, Smack's) are not carried, as the kernel's NFS and CIFS clients
+ * carry none (without labeled NFS): a host that enforces such a policy labels a FUSE mount by
+ * its own rules and answers for the label itself, without asking the daemon; elsewhere a
+ * backend's label means nothing on this host. So getting or setting one is EOPNOTSUPP, and
+ * listings leave them out. It also saves a request per file for `ls -l`, which asks for
+ * security.selinux of every file until it is told the mount has no labels (coreutils then
+ * remembers it for the device).
+ */
+static bool xattr_is_label(const char *name)
+{
+	return strcmp(name, "security.selinux") == 0 || g_str_has_prefix(name, "security.SMACK64");
+}
+
 /* The kernel reads these for its permission checks: "no ACL" is ENODATA, where any other error
  * would fail the check. */
 static bool xattr_is_acl(const char *name)
@@ -29,8 +43,8 @@ static bool xattr_is_acl(const char *name)
 /*
  * -o noxattr: every call is answered ENOSYS, after which the kernel sends none of its kind again
  * (it answers EOPNOTSUPP itself). What that saves is a request per file for `ls -l` (coreutils
- * asks for security.selinux and system.posix_acl_access) and one per write (the kernel asks
- * for security.capability before each write, to know whether to drop it).
+ * asks for system.posix_acl_access, which the kernel then keeps) and one per write (the kernel
+ * asks for security.capability before each write, to know whether to drop it).
  */
 static bool xattr_off(fuse_req_t req)
 {
@@ -61,6 +75,8 @@ void ff_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *v
 	rc = xattr_begin(req, ino, true, &op);
 	if (rc == 0 && xattr_hidden(name))
 		rc = -EPERM;
+	if (rc == 0 && xattr_is_label(name))
+		rc = -EOPNOTSUPP;
 	if (rc == 0)
 		rc = ff_gw_setxattr(op.t.mnt, &op.h.cred, op.t.bnode, name, value, size, flags);
 	if (rc == 0) /* a directory may have become a junction */
@@ -89,6 +105,10 @@ void ff_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 
 	if (xattr_off(req))
 		return;
+	if (xattr_is_label(name)) {
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
 
 	rc = ff_req_begin(req, ino, false, &op);
 	if (rc == 0 && strcmp(name, LOCATION_XATTR) == 0) {
@@ -119,7 +139,7 @@ void ff_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 	ff_req_end(&op);
 }
 
-/* The backend's attribute names without the hidden ones. */
+/* The backend's attribute names without the hidden ones and the labels. */
 static ssize_t list_visible(struct ff_request *op, char **out)
 {
 	ssize_t n, used = 0;
@@ -141,7 +161,7 @@ static ssize_t list_visible(struct ff_request *op, char **out)
 	for (ssize_t i = 0; i < n; i += strlen(list + i) + 1) {
 		size_t len = strlen(list + i) + 1;
 
-		if (!xattr_hidden(list + i)) {
+		if (!xattr_hidden(list + i) && !xattr_is_label(list + i)) {
 			memmove(list + used, list + i, len);
 			used += len;
 		}
@@ -187,6 +207,8 @@ void ff_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	rc = xattr_begin(req, ino, true, &op);
 	if (rc == 0 && xattr_hidden(name))
 		rc = -EPERM;
+	if (rc == 0 && xattr_is_label(name))
+		rc = -EOPNOTSUPP;
 	if (rc == 0)
 		rc = ff_gw_removexattr(op.t.mnt, &op.h.cred, op.t.bnode, name);
 	if (rc == 0)

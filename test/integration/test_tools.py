@@ -475,6 +475,35 @@ def test_xattr(mounted):
     assert os.getxattr(mounted.d("a", "d"), "user.dir") == b"yes"
 
 
+def test_security_labels_are_not_carried(mounted):
+    """SELinux and Smack labels are not carried, as by the kernel's NFS and CIFS clients: getting,
+    setting or removing one is EOPNOTSUPP and listings leave them out, whatever the backend
+    holds (so `ls -l` is told once that the mount has none). security.capability passes
+    through where the location has xattrs."""
+    f = create(mounted.p("a", "f"), b"x")
+    if mounted.kind == "file":
+        os.setxattr(mounted.d("a", "f"), "security.selinux", b"system_u:object_r:etc_t:s0\0")
+        os.setxattr(mounted.d("a", "f"), "user.kept", b"1")
+    for name in ("security.selinux", "security.SMACK64"):
+        expect_errno(errno.EOPNOTSUPP, os.getxattr, f, name)
+        expect_errno(errno.EOPNOTSUPP, os.setxattr, f, name, b"unconfined_u\0")
+        expect_errno(errno.EOPNOTSUPP, os.removexattr, f, name)
+    assert not [n for n in os.listxattr(f) if n.startswith("security.")]
+    out = run(["ls", "-l", mounted.p("a")]).stdout.decode()
+    assert re.search(r"^-\S+ +1 .* f$", out, re.M), out
+    if mounted.kind != "file":
+        return
+    assert os.listxattr(f) == ["user.kept"]
+    assert os.getxattr(mounted.d("a", "f"), "security.selinux") == \
+        b"system_u:object_r:etc_t:s0\0"  # left as it was
+    # VFS_CAP_REVISION_2, CAP_NET_RAW (13) permitted
+    cap = (0x02000000).to_bytes(4, "little") + (1 << 13).to_bytes(4, "little") + bytes(12)
+    os.setxattr(f, "security.capability", cap)
+    assert os.getxattr(mounted.d("a", "f"), "security.capability") == cap
+    assert os.getxattr(f, "security.capability") == cap
+    assert "security.capability" in os.listxattr(f)
+
+
 def test_mkfifo(mounted):
     p = mounted.p("a", "fifo")
     want = mounted.caps("fifo")
