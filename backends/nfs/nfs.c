@@ -372,7 +372,7 @@ static int nfs_mount_loc(const struct ff_location_spec *spec, const struct ff_no
 	rc = mount_probe(loc, spec->path, msg);
 	if (rc)
 		goto out_free;
-	loc->tree = ff_pathtree_new();
+	loc->tree = ff_pathtree_new(g_free);
 	loc->fhc = nfs_fhcache_new(spec->attr_timeout, loc->version == 4);
 	if (loc->version == 4)
 		loc->renewer = nfs4_renewer_start(loc);

@@ -10,6 +10,7 @@ struct ff_pathtree {
 	GMutex lock;
 	GHashTable *index; /* struct ff_pathnode * (by parent, name) -> itself */
 	struct ff_pathnode *root;
+	GDestroyNotify free_priv;
 };
 
 static guint node_hash(gconstpointer p)
@@ -53,19 +54,21 @@ static struct ff_pathnode *node_new(const char *name)
 	return node;
 }
 
-static void node_free(struct ff_pathnode *node)
+static void node_free(struct ff_pathtree *tree, struct ff_pathnode *node)
 {
 	if (node->name != node->own)
 		g_free(node->name);
-	g_free(node->priv);
+	if (node->priv && tree->free_priv)
+		tree->free_priv(node->priv);
 	g_free(node);
 }
 
-struct ff_pathtree *ff_pathtree_new(void)
+struct ff_pathtree *ff_pathtree_new(GDestroyNotify free_priv)
 {
 	struct ff_pathtree *tree = g_new0(struct ff_pathtree, 1);
 
 	g_mutex_init(&tree->lock);
+	tree->free_priv = free_priv;
 	tree->index = g_hash_table_new(node_hash, node_equal);
 	tree->root = node_new("");
 	tree->root->refcount = 1; /* the tree's own */
@@ -77,7 +80,7 @@ void ff_pathtree_free(struct ff_pathtree *tree)
 	if (!tree)
 		return;
 	g_hash_table_destroy(tree->index);
-	node_free(tree->root);
+	node_free(tree, tree->root);
 	g_mutex_clear(&tree->lock);
 	g_free(tree);
 }
@@ -104,7 +107,7 @@ static void unref_locked(struct ff_pathtree *tree, struct ff_pathnode *node)
 			return;
 		if (node->indexed)
 			g_hash_table_remove(tree->index, node);
-		node_free(node);
+		node_free(tree, node);
 		node = parent;
 	}
 }

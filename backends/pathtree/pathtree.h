@@ -20,13 +20,15 @@ struct ff_pathnode {
 	guint16 room;		    /* bytes of `own` */
 	struct ff_pathnode *parent; /* NULL for the root and for a detached (unlinked) node */
 	char *name;		    /* "" for the root; `own` when the name fits there */
-	void *priv; /* the backend's, g_free'd with the node; the backend locks it */
+	void *priv; /* the backend's, freed with the node by the tree's free_priv; the backend
+		     * locks it */
 	char own[]; /* the name, in the node's own allocation: one malloc per node, not two */
 };
 
 struct ff_pathtree;
 
-struct ff_pathtree *ff_pathtree_new(void);
+/* A tree whose nodes' priv goes to `free_priv` (NULL: nothing to free) with the node. */
+struct ff_pathtree *ff_pathtree_new(GDestroyNotify free_priv);
 /* Frees the tree; every node must have been released. */
 void ff_pathtree_free(struct ff_pathtree *tree);
 

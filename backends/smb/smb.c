@@ -489,7 +489,7 @@ static int smb_mount(const struct ff_location_spec *spec, const struct ff_notify
 		loc->id.user = g_strdup("");
 		loc->id.password = g_strdup("");
 	}
-	loc->tree = ff_pathtree_new();
+	loc->tree = ff_pathtree_new(SMB_NODE_PRIV_FREE);
 	loc->read_ahead = spec->read_ahead != 0;
 	loc->wb_window =
 		(uint64_t)(spec->write_behind < 0 ? FF_WRITE_BEHIND_DEFAULT : spec->write_behind)

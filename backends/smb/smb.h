@@ -275,6 +275,13 @@ void smb_relink(void *loc, ff_node *keep, ff_node *fresh);
 /* The server's file id (st_ino) of what `node` names, as last seen; 0 when never seen. */
 void smb_node_seen(struct smb_loc *loc, struct ff_pathnode *node, const struct stat *st);
 ino_t smb_node_ino(struct smb_loc *loc, struct ff_pathnode *node);
+/* How a node keeps its file id (smb_node.c): in priv itself where a pointer holds an ino_t. */
+#define SMB_INO_IN_PRIV (GLIB_SIZEOF_VOID_P >= 8)
+#if SMB_INO_IN_PRIV
+#define SMB_NODE_PRIV_FREE NULL
+#else
+#define SMB_NODE_PRIV_FREE g_free
+#endif
 /* Attributes through an open handle (its context checked out), by path when it cannot. */
 int smb_fh_stat(struct smb_loc *loc, struct smb_file *fh, struct stat *st);
 /* Attributes of a node, through `fh` when given. */

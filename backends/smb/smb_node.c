@@ -79,35 +79,35 @@ int smb_lookup(void *loc_, const struct ff_cred *cred, ff_node *parent, const ch
 	return rc;
 }
 
-/* What a node's priv holds: its identity, which an open handle of it checks when it is opened
- * again on a new connection (smb_file.c) and change notification reports (smb_watch.c). Under
- * loc->wlock. */
-struct smb_node_info {
-	ino_t ino;
-};
-
+/* A node's priv holds its identity, the file id, which an open handle of it checks when it is
+ * opened again on a new connection (smb_file.c) and change notification reports (smb_watch.c);
+ * 0: not known. Where a pointer holds an ino_t, priv is the id itself, no allocation (the tree
+ * frees none: SMB_NODE_PRIV_FREE). Under loc->wlock. */
 void smb_node_seen(struct smb_loc *loc, struct ff_pathnode *node, const struct stat *st)
 {
-	struct smb_node_info *info;
-
 	if (st->st_ino == 0)
 		return;
 	g_mutex_lock(&loc->wlock);
-	info = node->priv;
-	if (!info)
-		node->priv = info = g_new0(struct smb_node_info, 1);
-	info->ino = st->st_ino;
+#if SMB_INO_IN_PRIV
+	node->priv = GSIZE_TO_POINTER((gsize)st->st_ino);
+#else
+	if (!node->priv)
+		node->priv = g_new(ino_t, 1);
+	*(ino_t *)node->priv = st->st_ino;
+#endif
 	g_mutex_unlock(&loc->wlock);
 }
 
 ino_t smb_node_ino(struct smb_loc *loc, struct ff_pathnode *node)
 {
-	const struct smb_node_info *info;
 	ino_t ino;
 
 	g_mutex_lock(&loc->wlock);
-	info = node->priv;
-	ino = info ? info->ino : 0;
+#if SMB_INO_IN_PRIV
+	ino = (ino_t)GPOINTER_TO_SIZE(node->priv);
+#else
+	ino = node->priv ? *(ino_t *)node->priv : 0;
+#endif
 	g_mutex_unlock(&loc->wlock);
 	return ino;
 }

@@ -18,7 +18,7 @@ static void assert_path(struct ff_pathtree *t, struct ff_pathnode *n, const char
 
 static void test_paths_follow_renames(void)
 {
-	struct ff_pathtree *t = ff_pathtree_new();
+	struct ff_pathtree *t = ff_pathtree_new(g_free);
 	struct ff_pathnode *root = ff_pathtree_root(t);
 	struct ff_pathnode *a = ff_pathtree_child(t, root, "a");
 	struct ff_pathnode *b = ff_pathtree_child(t, a, "b");
@@ -53,7 +53,7 @@ static void test_paths_follow_renames(void)
 
 static void test_find_adds_nothing(void)
 {
-	struct ff_pathtree *t = ff_pathtree_new();
+	struct ff_pathtree *t = ff_pathtree_new(g_free);
 	struct ff_pathnode *root = ff_pathtree_root(t);
 	struct ff_pathnode *a = ff_pathtree_child(t, root, "a");
 	struct ff_pathnode *found;
@@ -75,7 +75,7 @@ static void test_find_adds_nothing(void)
  * back, and goes then. */
 static void test_entries_hold_their_nodes(void)
 {
-	struct ff_pathtree *t = ff_pathtree_new();
+	struct ff_pathtree *t = ff_pathtree_new(g_free);
 	struct ff_pathnode *root = ff_pathtree_root(t);
 	struct ff_pathnode *d = ff_pathtree_child(t, root, "d");
 	struct ff_pathnode *f = ff_pathtree_child(t, d, "f");
@@ -101,11 +101,42 @@ static void test_entries_hold_their_nodes(void)
 	ff_pathtree_free(t);
 }
 
+static int privs_freed;
+
+static void count_free(gpointer p)
+{
+	privs_freed++;
+	g_free(p);
+}
+
+/* A node's priv goes to the tree's free_priv with the node, and to nothing without one (the
+ * smb backend keeps a number there, not an allocation). */
+static void test_priv_freed_by_the_tree(void)
+{
+	struct ff_pathtree *t = ff_pathtree_new(count_free);
+	struct ff_pathtree *u = ff_pathtree_new(NULL);
+	struct ff_pathnode *root = ff_pathtree_root(t), *uroot = ff_pathtree_root(u);
+	struct ff_pathnode *a = ff_pathtree_child(t, root, "a");
+	struct ff_pathnode *b = ff_pathtree_child(u, uroot, "b");
+
+	a->priv = g_new0(int, 1);
+	b->priv = GSIZE_TO_POINTER(42);
+	ff_pathtree_unref(t, a);
+	ff_pathtree_unref(u, b);
+	g_assert_cmpint(privs_freed, ==, 1);
+	g_assert_null(ff_pathtree_find(u, uroot, "b"));
+	ff_pathtree_unref(t, root);
+	ff_pathtree_unref(u, uroot);
+	ff_pathtree_free(t);
+	ff_pathtree_free(u);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/pathtree/paths-follow-renames", test_paths_follow_renames);
 	g_test_add_func("/pathtree/find-adds-nothing", test_find_adds_nothing);
 	g_test_add_func("/pathtree/entries-hold-their-nodes", test_entries_hold_their_nodes);
+	g_test_add_func("/pathtree/priv-freed-by-the-tree", test_priv_freed_by_the_tree);
 	return g_test_run();
 }
