@@ -17,6 +17,11 @@ struct slot {
 struct ff_absent {
 	GMutex lock;  /* a leaf */
 	uint64_t gen; /* atomic: a change need not wait for a lookup */
+	/* Atomic, for a look without the lock: the generation of the newest name kept, and the
+	 * latest time any is kept until. Once gen moved past the first, or the clock past the
+	 * second, none is kept, as after every change made through the mount. */
+	uint64_t newest_gen;
+	gint64 latest_until;
 	uint64_t hits;
 	unsigned int next; /* the slot to fill next */
 	struct slot slots[FF_ABSENT_SLOTS];
@@ -60,6 +65,9 @@ void ff_absent_note(struct ff_absent *a, uint64_t dir, const char *name, uint64_
 		s->dir = dir;
 		s->gen = gen;
 		s->until = g_get_monotonic_time() + (gint64)(ttl * G_USEC_PER_SEC);
+		__atomic_store_n(&a->newest_gen, gen, __ATOMIC_RELAXED);
+		if (s->until > a->latest_until)
+			__atomic_store_n(&a->latest_until, s->until, __ATOMIC_RELAXED);
 	}
 	g_mutex_unlock(&a->lock);
 }
@@ -70,6 +78,10 @@ bool ff_absent_known(struct ff_absent *a, uint64_t dir, const char *name)
 	uint64_t gen = ff_absent_gen(a);
 	bool known = false;
 
+	/* Nothing kept now: no lock, no walk (a racing note costs at most one server lookup). */
+	if (__atomic_load_n(&a->newest_gen, __ATOMIC_RELAXED) != gen ||
+	    now >= __atomic_load_n(&a->latest_until, __ATOMIC_RELAXED))
+		return false;
 	g_mutex_lock(&a->lock);
 	for (unsigned int i = 0; i < FF_ABSENT_SLOTS && !known; i++) {
 		const struct slot *s = &a->slots[i];

@@ -21,7 +21,7 @@ static bool still_open(struct ff_state *s, struct ff_inode *victim)
 		bool open;
 
 		g_mutex_lock(&victim->lock);
-		open = victim->open && victim->open->opencount > 0 &&
+		open = ff_inode_opencount(victim) > 0 &&
 		       !(victim->gone && victim->gone->hidden_name);
 		g_mutex_unlock(&victim->lock);
 		if (!open || ms == RELEASE_WAIT_MS || !ff_files_closing(s, victim))
@@ -117,8 +117,7 @@ void ff_remove_hidden(struct ff_state *s, struct ff_inode *inode)
 	int rc;
 
 	g_mutex_lock(&inode->lock);
-	dir = (!inode->open || inode->open->opencount == 0) && inode->gone &&
-			      inode->gone->hidden_name
+	dir = ff_inode_opencount(inode) == 0 && inode->gone && inode->gone->hidden_name
 		      ? inode->gone->hidden_parent
 		      : NULL;
 	name = dir ? g_steal_pointer(&inode->gone->hidden_name) : NULL;

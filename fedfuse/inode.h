@@ -106,6 +106,12 @@ struct ff_inode_gone {
 	struct stat removed_st;
 };
 
+/* The opens of `inode` not released yet; under its lock. */
+static inline int ff_inode_opencount(const struct ff_inode *inode)
+{
+	return inode->open ? inode->open->opencount : 0;
+}
+
 /* Attributes with `mode` go to the kernel for `inode`: note whether they carry setid bits. */
 static inline void ff_inode_note_mode(struct ff_inode *inode, mode_t mode)
 {
