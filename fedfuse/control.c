@@ -9,6 +9,7 @@
 #include "fedfuse/control.h"
 #include "fedfuse/metrics.h"
 #include "fedfuse/notify.h"
+#include "fedfuse/uring.h"
 
 static const char *const files[] = { "stats", "namespace", "locations", "metrics", NULL };
 #define NFILES (G_N_ELEMENTS(files) - 1)
@@ -111,6 +112,7 @@ char *ff_control_read(struct ff_state *s, uint64_t ino, size_t *len)
 		g_string_append_printf(out, "nsdb-searches %" G_GUINT64_FORMAT "\n",
 				       ff_nsdb_searches());
 		ff_notify_describe(out);
+		ff_uring_describe(out);
 		ff_mounts_describe_stats(s->mounts, out);
 		break;
 	case 1: {

@@ -25,7 +25,10 @@ struct ff_options {
 	char *namespace_file;
 	unsigned int readahead_kib; /* the kernel's read-ahead window for the mount */
 	bool default_permissions;   /* -o default_permissions: passed on to the kernel too */
-	bool noxattr;		    /* -o noxattr: no extended attributes through the mount */
+	/* fuse_opt sets a flag as an int */
+	int noxattr;	     /* -o noxattr: no extended attributes through the mount */
+	int nouring;	     /* -o nouring: requests through /dev/fuse only */
+	int uring_poll_usec; /* -o uring_poll=USEC; -1: the default */
 };
 
 /*

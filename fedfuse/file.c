@@ -16,6 +16,7 @@
 #include "fedfuse/log.h"
 #include "fedfuse/memory.h"
 #include "fedfuse/notify.h"
+#include "fedfuse/uring.h"
 
 /* ---- files -------------------------------------------------------------------------------- */
 
@@ -225,6 +226,14 @@ static char *io_buffer(size_t size)
 	return b->data;
 }
 
+/* Where to put a reply of `size` bytes: on an io_uring ring, the buffer it goes out of. */
+static char *reply_buffer(size_t size)
+{
+	char *ring = ff_uring_buffer(size);
+
+	return ring ? ring : io_buffer(size);
+}
+
 static void do_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -237,7 +246,7 @@ static void do_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 	if (!f->mnt) { /* a control file */
 		size_t from = MIN((size_t)off, f->len), len = MIN(size, f->len - from);
-		char *buf = io_buffer(len);
+		char *buf = reply_buffer(len);
 
 		/* From the thread's buffer: once the kernel has the reply, the reader may close the
 		 * file and another thread free its text, while this one's writev returns. */
@@ -249,7 +258,7 @@ static void do_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, EIO);
 		return;
 	}
-	if (f->fd >= 0 && size >= SPLICE_MIN && size <= SPLICE_MAX) {
+	if (f->fd >= 0 && size >= SPLICE_MIN && size <= SPLICE_MAX && !ff_uring_active()) {
 		struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
 
 		buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
@@ -277,11 +286,11 @@ static void do_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	if (n == -EAGAIN)
-		n = ff_gw_read(f->mnt, f->fh, io_buffer(size), size, off);
+		n = ff_gw_read(f->mnt, f->fh, reply_buffer(size), size, off);
 	if (n < 0)
 		ff_reply_err(req, (int)n);
 	else
-		fuse_reply_buf(req, io_buffer(size), n);
+		fuse_reply_buf(req, reply_buffer(size), n);
 }
 
 static void do_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in, off_t off,

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fedfuse/control.h"
+#include "fedfuse/devio.h"
 #include "fedfuse/dir.h"
 #include "fedfuse/file.h"
 #include "fedfuse/gateway.h"
@@ -31,7 +32,8 @@ static void ff_init(void *data, struct fuse_conn_info *conn)
 
 	conn->max_write = FF_MAX_IO;
 	conn->max_readahead = FF_MAX_IO;
-	if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+	/* Replies on an io_uring ring are copied into its buffers: nothing to splice into. */
+	if ((conn->capable & FUSE_CAP_SPLICE_WRITE) && !ff_devio_uring_coming())
 		conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;

@@ -33,6 +33,7 @@
 #include "fedfuse/loop.h"
 #include "fedfuse/notify.h"
 #include "fedfuse/plugins.h"
+#include "fedfuse/uring.h"
 
 enum { KEY_NONOPT_SEEN = 100 };
 
@@ -63,6 +64,8 @@ static const struct fuse_opt option_spec[] = {
 	{ "namespace=%s", offsetof(struct ff_options, namespace_file), 0 },
 	{ "readahead=%u", offsetof(struct ff_options, readahead_kib), 0 },
 	{ "noxattr", offsetof(struct ff_options, noxattr), 1 },
+	{ "nouring", offsetof(struct ff_options, nouring), 1 },
+	{ "uring_poll=%d", offsetof(struct ff_options, uring_poll_usec), 0 },
 	/* Ours to know, the kernel's to enforce: noted, and passed on (option_proc). */
 	FUSE_OPT_KEY("--check", KEY_CHECK),
 	FUSE_OPT_KEY("default_permissions", KEY_DEFAULT_PERMISSIONS),
@@ -157,6 +160,12 @@ static void usage(const char *prog)
 	       "    -o noxattr             no extended attributes (nor POSIX ACLs) through the\n"
 	       "                           mount: ls -l and writes then cost one request less\n"
 	       "                           per file and per write\n"
+	       "    -o nouring             requests through /dev/fuse only, even where the\n"
+	       "                           kernel offers FUSE over io_uring (its fuse module's\n"
+	       "                           enable_uring): see README\n"
+	       "    -o uring_poll=USEC     how long a thread of an io_uring ring looks for the\n"
+	       "                           next request before it sleeps (default 50; 0: it\n"
+	       "                           sleeps at once, using no CPU while it waits)\n"
 	       "    -o allow_suid          set-user-ID and set-group-ID bits take effect (the\n"
 	       "                           default is nosuid; -o suid too, started directly)\n"
 	       "    -o allow_dev           device nodes can be opened (the default is nodev;\n"
@@ -342,6 +351,7 @@ int main(int argc, char *argv[])
 	int ret = 1, rc;
 
 	s.opts.readahead_kib = 1024;
+	s.opts.uring_poll_usec = -1;
 	if (fuse_opt_parse(&args, &s.opts, option_spec, option_proc) < 0)
 		return 1;
 	if (check_mode) {
@@ -367,6 +377,13 @@ int main(int argc, char *argv[])
 		fuse_opt_add_arg(&args, positional.args[0]);
 	s.default_permissions = s.opts.default_permissions;
 	s.noxattr = s.opts.noxattr;
+	if (s.opts.uring_poll_usec < -1 || s.opts.uring_poll_usec > 1000000) {
+		fprintf(stderr, "fedfuse: uring_poll=%d: microseconds from 0 to 1000000\n",
+			s.opts.uring_poll_usec);
+		goto out_args;
+	}
+	if (s.opts.uring_poll_usec >= 0)
+		ff_uring_set_poll(s.opts.uring_poll_usec);
 	if (fuse_parse_cmdline(&args, &cmd) != 0)
 		return 1;
 	if (cmd.show_help) {
@@ -414,7 +431,8 @@ int main(int argc, char *argv[])
 	ff_intr_watch_session(s.se);
 	if (fuse_session_mount(s.se, cmd.mountpoint) != 0)
 		goto out_signals;
-	rc = ff_devio_install(s.se);
+	/* One thread (-s) means one; loop.c's workers cannot clone the descriptor either. */
+	rc = ff_devio_install(s.se, !s.opts.nouring && !cmd.singlethread && !cmd.clone_fd);
 	if (rc < 0)
 		ff_warn("lookups in one directory will be served one at a time: %s",
 			g_strerror(-rc));
@@ -445,6 +463,7 @@ int main(int argc, char *argv[])
 	ret = serve(&s, &cmd);
 	notify_service("STOPPING=1");
 	ff_locks_stop(s.locks); /* answers the requests still waiting for a lock */
+	ff_uring_stop();
 	/* A signal that asked us to stop is a clean stop. */
 	if (ret == SIGINT || ret == SIGTERM)
 		ret = 0;
