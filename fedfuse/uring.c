@@ -367,7 +367,7 @@ static void serve(struct entry *e)
 
 static void wake_supervisor(void)
 {
-	if (atomic_load_explicit(&u.quiet, memory_order_relaxed)) {
+	if (atomic_load(&u.quiet)) {
 		pthread_mutex_lock(&u.lock);
 		atomic_store(&u.quiet, false);
 		pthread_cond_signal(&u.tick);
@@ -394,7 +394,10 @@ static void *queue_thread(void *arg)
 			}
 			t->busy_since = g_get_monotonic_time();
 			pthread_mutex_unlock(&q->lock);
-			__atomic_add_fetch(&q->requests, 1, __ATOMIC_RELAXED);
+			/* Counted before looking whether the supervisor sleeps: it looks at the
+			 * count after saying it sleeps (supervise()), so one of them sees the
+			 * other. */
+			__atomic_add_fetch(&q->requests, 1, __ATOMIC_SEQ_CST);
 			wake_supervisor();
 			serve(e);
 			pthread_mutex_lock(&q->lock);
@@ -495,6 +498,16 @@ static bool held_up(struct queue *q, gint64 now, bool *busy)
 	       (requests_waiting(q) || q->commits);
 }
 
+/* Requests taken from every ring so far. */
+static guint64 requests_taken(void)
+{
+	guint64 n = 0;
+
+	for (unsigned i = 0; i < u.nqueues; i++)
+		n += __atomic_load_n(&u.queues[i].requests, __ATOMIC_SEQ_CST);
+	return n;
+}
+
 static void *supervise(void *arg)
 {
 	guint64 seen = 0;
@@ -525,6 +538,12 @@ static void *supervise(void *arg)
 		}
 		if (!busy && now - last_request >= QUIET_USEC) { /* until the next request */
 			atomic_store(&u.quiet, true);
+			/* A request taken meanwhile (its thread may have looked before `quiet`
+			 * was set, and may now be held up with others waiting behind it). */
+			if (requests_taken() != seen) {
+				atomic_store(&u.quiet, false);
+				continue;
+			}
 			while (atomic_load(&u.quiet) && !atomic_load(&u.stop))
 				pthread_cond_wait(&u.tick, &u.lock);
 			continue;
