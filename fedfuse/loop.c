@@ -11,13 +11,14 @@
  * against libfuse's 59-64k (mergerfs tuned 83-88k).
  *
  * So `waiting` threads wait for requests, and a supervisor adds more: when a request waits in
- * the kernel's queue while every thread is busy, one of them for GROW_USEC or more (a slow
+ * the kernel's queue while every thread is busy, one of them for FF_GROW_USEC or more (a slow
  * server, a long fsync, a FIFO's open), it wakes or starts another thread, up to `max` serving
  * at once. Extra threads rest again, on a condition variable rather than in read(), once none
- * has been added for REST_AFTER_USEC. The supervisor looks every TICK_USEC while a request is
- * held up, every CALM_TICK_USEC while requests come and none is, and not at all once none has
- * come for QUIET_USEC and none is being served, until the next one. It has to look seldom: ticking every 2 ms cost the
- * random reads above a tenth of their rate, every 10 ms still a twentieth.
+ * has been added for REST_AFTER_USEC. The supervisor looks every FF_TICK_USEC while a request
+ * is held up, every FF_CALM_TICK_USEC while requests come and none is, and not at all once
+ * none has come for FF_QUIET_USEC and none is being served, until the next one. It has to look
+ * seldom: ticking every 2 ms cost the random reads above a tenth of their rate, every 10 ms
+ * still a twentieth.
  *
  * Locking: `lock` guards every field of the loop and the workers' `busy_since`. A worker can be
  * cancelled only while it waits in fuse_session_receive_buf(), holding nothing.
@@ -36,10 +37,6 @@
 #include "fedfuse/log.h"
 #include "fedfuse/loop.h"
 
-#define GROW_USEC 2000		  /* a request this old holds its thread up */
-#define TICK_USEC 10000		  /* how often the supervisor looks while one is held up */
-#define CALM_TICK_USEC 100000	  /* and while requests come, none held up */
-#define QUIET_USEC G_USEC_PER_SEC /* no request this long: the supervisor sleeps */
 #define REST_AFTER_USEC (5 * G_USEC_PER_SEC) /* none added this long: extra threads rest */
 #define WAITING_MIN 2u
 #define WAITING_MAX 8u
@@ -73,8 +70,7 @@ struct ff_loop {
 
 static void *serve(void *arg);
 
-/* Start a thread with every signal blocked: they are for the thread that runs the loop. */
-static int start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
+int ff_start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
 {
 	sigset_t all, old;
 	int rc;
@@ -102,7 +98,7 @@ static void add_worker(struct ff_loop *l, gint64 now)
 	}
 	w = g_new0(struct worker, 1);
 	w->l = l;
-	rc = start_thread(&w->thread, serve, w);
+	rc = ff_start_thread(&w->thread, serve, w);
 	if (rc < 0) {
 		ff_warn("cannot start a worker thread: %s", g_strerror(-rc));
 		g_free(w);
@@ -181,6 +177,27 @@ static void *serve(void *arg)
 	}
 }
 
+void ff_tick_init(pthread_cond_t *tick)
+{
+	pthread_condattr_t attr;
+
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(tick, &attr);
+	pthread_condattr_destroy(&attr);
+}
+
+void ff_tick_wait(pthread_cond_t *tick, pthread_mutex_t *lock, bool held)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_nsec += (held ? FF_TICK_USEC : FF_CALM_TICK_USEC) * 1000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_cond_timedwait(tick, lock, &ts);
+}
+
 /* When the oldest request being served began, 0: none is. Under the lock. */
 static gint64 oldest_request(struct ff_loop *l)
 {
@@ -208,7 +225,6 @@ static void *supervise(void *arg)
 	struct ff_loop *l = arg;
 	gint64 now = g_get_monotonic_time(), last_request = now, oldest;
 	guint64 seen = 0;
-	struct timespec ts;
 	bool held;
 
 	pthread_mutex_lock(&l->lock);
@@ -219,23 +235,19 @@ static void *supervise(void *arg)
 			last_request = now;
 		}
 		oldest = oldest_request(l);
-		held = oldest && now - oldest >= GROW_USEC;
+		held = oldest && now - oldest >= FF_GROW_USEC;
 		if (held && l->reading == 0 && l->workers->len - l->resting < l->max &&
 		    requests_waiting(l))
 			add_worker(l, now);
 		/* Asleep, it hears of the next request that a thread takes: with none busy, one is
 		 * free to take it. */
-		if (!oldest && now - last_request >= QUIET_USEC) {
+		if (!oldest && now - last_request >= FF_QUIET_USEC) {
 			l->quiet = true;
 			while (l->quiet && !l->stop)
 				pthread_cond_wait(&l->tick, &l->lock);
 			continue;
 		}
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += (held ? TICK_USEC : CALM_TICK_USEC) * 1000L;
-		ts.tv_sec += ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
-		pthread_cond_timedwait(&l->tick, &l->lock, &ts);
+		ff_tick_wait(&l->tick, &l->lock, held);
 	}
 	pthread_mutex_unlock(&l->lock);
 	return NULL;
@@ -251,17 +263,13 @@ static unsigned default_waiting(void)
 int ff_loop_run(struct fuse_session *se, unsigned waiting, unsigned max)
 {
 	struct ff_loop l = { .se = se, .max = MAX(max, 1u) };
-	pthread_condattr_t attr;
 	pthread_t supervisor;
 	int rc;
 
 	l.waiting = MIN(waiting ? waiting : default_waiting(), l.max);
 	pthread_mutex_init(&l.lock, NULL);
 	pthread_cond_init(&l.rest, NULL);
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&l.tick, &attr);
-	pthread_condattr_destroy(&attr);
+	ff_tick_init(&l.tick);
 	sem_init(&l.ended, 0, 0);
 	l.workers = g_ptr_array_new();
 
@@ -274,7 +282,7 @@ int ff_loop_run(struct fuse_session *se, unsigned waiting, unsigned max)
 			break;
 	}
 	pthread_mutex_unlock(&l.lock);
-	rc = l.workers->len ? start_thread(&supervisor, supervise, &l) : -EAGAIN;
+	rc = l.workers->len ? ff_start_thread(&supervisor, supervise, &l) : -EAGAIN;
 	if (rc < 0) {
 		end(&l, rc);
 	} else {

@@ -25,7 +25,7 @@
  * Threads: each queue has one, pinned to its CPU, which serves a request and then, in the same
  * system call, commits the reply and waits for the next. A request that takes long (a slow
  * server, a FIFO's open, a long fsync) would hold up every other request of its CPU, so, as in
- * loop.c, a supervisor that finds a queue's threads all busy, one of them for GROW_USEC or
+ * loop.c, a supervisor that finds a queue's threads all busy, one of them for FF_GROW_USEC or
  * more, with requests waiting, wakes or starts another thread for that queue (up to ENTRIES).
  * Extra threads then rest; they never end before the session does, since the kernel cancels
  * the io_uring commands a thread submitted when it exits. For the same reason only a queue's
@@ -42,7 +42,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +53,7 @@
 
 #include "fedfuse/file.h"
 #include "fedfuse/log.h"
+#include "fedfuse/loop.h"
 #include "fedfuse/uring.h"
 
 /* The kernel's interface (include/uapi/linux/fuse.h, protocol 7.42), which Debian 12's headers
@@ -86,10 +86,6 @@ G_STATIC_ASSERT(sizeof(struct uring_cmd_req) == 24);
 #define PAYLOAD (FF_MAX_IO + 4096) /* >= the largest request the kernel may send */
 #define BEFORE 4096 /* room before the payload: the header buffer, then the headers libfuse needs */
 #define EVENTFD_TAG UINT64_MAX
-#define GROW_USEC 2000
-#define TICK_USEC 10000
-#define CALM_TICK_USEC 100000
-#define QUIET_USEC G_USEC_PER_SEC
 
 struct ring {
 	int fd;
@@ -298,7 +294,7 @@ static struct entry *next_request(struct queue *q)
 		__atomic_store_n(q->r.cq_head, head + 1, __ATOMIC_RELEASE);
 		if (tag == EVENTFD_TAG) {
 			take_commits(q);
-			if (!more && !atomic_load(&u.stop))
+			if (!more) /* ended (an overflow): listen again, even when stopping */
 				eventfd_arm(q);
 		} else if (res < 0) {
 			/* ENOTCONN: the connection ends (unmounted); else the entry is lost */
@@ -365,6 +361,20 @@ static void serve(struct entry *e)
 	my_entry = NULL;
 }
 
+/* Submit the SQEs written so far, without waiting; what does not go stays counted for the
+ * next time. Under the queue's lock. */
+static void submit_now(struct queue *q)
+{
+	unsigned submit = q->r.to_submit;
+	int n;
+
+	if (submit == 0)
+		return;
+	q->r.to_submit = 0;
+	n = enter(&q->r, submit, 0);
+	q->r.to_submit += n < 0 ? submit : submit - MIN((unsigned)n, submit);
+}
+
 static void wake_supervisor(void)
 {
 	if (atomic_load(&u.quiet)) {
@@ -387,6 +397,10 @@ static void *queue_thread(void *arg)
 		int n;
 
 		if (e) {
+			/* Replies this thread committed since it last entered go first: the
+			 * request it takes now may keep it for seconds (a slow server), and
+			 * the threads added then look for requests, not for replies. */
+			submit_now(q);
 			/* Others may take the ring meanwhile; one that rests is told to. */
 			if (q->idle > q->wakeups && requests_waiting(q)) {
 				q->wakeups++;
@@ -427,14 +441,7 @@ static void *queue_thread(void *arg)
 			continue;
 		}
 		if (q->r.to_submit > 0) { /* another waits for requests: submit these now */
-			unsigned submit = q->r.to_submit;
-
-			q->r.to_submit = 0;
-			n = enter(&q->r, submit, 0);
-			if (n < 0)
-				q->r.to_submit += submit;
-			else if ((unsigned)n < submit)
-				q->r.to_submit += submit - (unsigned)n;
+			submit_now(q);
 			continue;
 		}
 		q->idle++;
@@ -455,7 +462,6 @@ static void *queue_thread(void *arg)
 static void add_thread(struct queue *q)
 {
 	struct qthread *t;
-	sigset_t all, old;
 	cpu_set_t cpu;
 
 	if (q->idle > q->wakeups) {
@@ -467,10 +473,7 @@ static void add_thread(struct queue *q)
 		return;
 	t = &q->threads[q->nthreads];
 	t->q = q;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	t->started = pthread_create(&t->thread, NULL, queue_thread, t) == 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	t->started = ff_start_thread(&t->thread, queue_thread, t) == 0;
 	if (!t->started)
 		return;
 	CPU_ZERO(&cpu);
@@ -480,7 +483,7 @@ static void add_thread(struct queue *q)
 }
 
 /* Whether `q` needs another thread to take its requests: none waits for them, one has been
- * busy for GROW_USEC, and requests wait (threads resting on `turn` do not look at the ring).
+ * busy for FF_GROW_USEC, and requests wait (threads resting on `turn` do not look at the ring).
  * Under the queue's lock. Sets *busy when any of its threads serves a request. */
 static bool held_up(struct queue *q, gint64 now, bool *busy)
 {
@@ -494,7 +497,7 @@ static bool held_up(struct queue *q, gint64 now, bool *busy)
 	}
 	if (oldest)
 		*busy = true;
-	return oldest && now - oldest >= GROW_USEC && !q->polling && !q->wakeups &&
+	return oldest && now - oldest >= FF_GROW_USEC && !q->polling && !q->wakeups &&
 	       (requests_waiting(q) || q->commits);
 }
 
@@ -519,7 +522,6 @@ static void *supervise(void *arg)
 		gint64 now = g_get_monotonic_time();
 		guint64 requests = 0;
 		bool busy = false, held = false;
-		struct timespec ts;
 
 		for (unsigned i = 0; i < u.nqueues; i++) {
 			struct queue *q = &u.queues[i];
@@ -536,7 +538,7 @@ static void *supervise(void *arg)
 			seen = requests;
 			last_request = now;
 		}
-		if (!busy && now - last_request >= QUIET_USEC) { /* until the next request */
+		if (!busy && now - last_request >= FF_QUIET_USEC) { /* until the next request */
 			atomic_store(&u.quiet, true);
 			/* A request taken meanwhile (its thread may have looked before `quiet`
 			 * was set, and may now be held up with others waiting behind it). */
@@ -548,11 +550,7 @@ static void *supervise(void *arg)
 				pthread_cond_wait(&u.tick, &u.lock);
 			continue;
 		}
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += (held || busy ? TICK_USEC : CALM_TICK_USEC) * 1000L;
-		ts.tv_sec += ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
-		pthread_cond_timedwait(&u.tick, &u.lock, &ts);
+		ff_tick_wait(&u.tick, &u.lock, held || busy);
 	}
 	pthread_mutex_unlock(&u.lock);
 	return NULL;
@@ -662,8 +660,6 @@ int ff_uring_prepare(struct fuse_session *se, int devfd)
 
 void ff_uring_start(bool answered)
 {
-	pthread_condattr_t attr;
-	sigset_t all, old;
 
 	if (!u.queues)
 		return;
@@ -681,14 +677,8 @@ void ff_uring_start(bool answered)
 		add_thread(q);
 		pthread_mutex_unlock(&q->lock);
 	}
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&u.tick, &attr);
-	pthread_condattr_destroy(&attr);
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	u.thread_started = pthread_create(&u.thread, NULL, supervise, NULL) == 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ff_tick_init(&u.tick);
+	u.thread_started = ff_start_thread(&u.thread, supervise, NULL) == 0;
 	atomic_store(&u.active, true);
 	ff_info("requests come through io_uring: %u queues of %d entries", u.nqueues, ENTRIES);
 }
@@ -790,15 +780,9 @@ void ff_uring_stop(void)
 	for (unsigned i = 0; i < u.nqueues; i++) {
 		struct queue *q = &u.queues[i];
 
-		pthread_mutex_lock(&q->lock);
-		pthread_cond_broadcast(&q->turn);
-		pthread_mutex_unlock(&q->lock);
-		wake(q);
-	}
-	for (unsigned i = 0; i < u.nqueues; i++) {
-		struct queue *q = &u.queues[i];
-
-		/* One that polls wakes at the eventfd; ones waiting for a turn were told. */
+		/* Each thread is told before it is waited for: one that polls wakes at the
+		 * eventfd, ones waiting for a turn at `turn`; one that was serving a request, or
+		 * on its way to poll when the previous was told, sees `stop` then. */
 		for (unsigned j = 0; j < q->nthreads; j++) {
 			if (q->threads[j].started) {
 				pthread_mutex_lock(&q->lock);

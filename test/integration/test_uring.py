@@ -158,6 +158,52 @@ def test_a_slow_request_holds_up_nobody_on_its_cpu(mount_factory, tmp_path):
     assert threads > queues, "no thread was added to the ring of the busy CPU"
 
 
+def test_no_reply_waits_behind_a_slow_request(mount_factory, tmp_path):
+    """A ring's thread that answers a request and then finds a slow one waiting sends its
+    answer before it takes the slow one: a program reading a file one block at a time on a
+    CPU whose other threads open files on a slow server gets each block at once. (Each read
+    takes the daemon 1 ms, so the opens arrive while one is being answered.)"""
+    fy = Faulty(mount_factory, tmp_path, timeout=30)
+    for k in range(3):
+        write_file(fy.p("f", f"x{k}"), b"slow")
+    write_file(fy.p("f", "q"), b"quick")
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    fd = os.open(fy.p("f", "q"), os.O_RDONLY | os.O_DIRECT)  # each read a request
+    done = threading.Event()
+
+    def reads():
+        worst, n = 0, 0
+        while not done.is_set():
+            t1 = time.monotonic()
+            assert os.pread(fd, 4096, 0) == b"quick"
+            worst = max(worst, time.monotonic() - t1)
+            n += 1
+        return worst, n
+
+    try:
+        fy.inject("open delay 3000\nread delay 1\n")
+        reader = Pinned(cpu, reads)
+        reader.start()
+        slow = []
+        for k in range(3):  # 2 s apart: a reply held until the next request is seen too
+            time.sleep(0.3 if k == 0 else 2)
+            slow.append(Pinned(cpu, read_file, fy.p("f", f"x{k}")))
+            slow[-1].start()
+        for t in slow:
+            t.join()
+            assert t.error is None and t.result == b"slow", t.error
+        done.set()
+        reader.join()
+    finally:
+        done.set()
+        os.close(fd)
+        fy.clear()
+    assert reader.error is None and reader.result, reader.error
+    worst, n = reader.result
+    assert n > 100, f"only {n} reads"
+    assert worst < AT_ONCE, f"a read on CPU {cpu} waited {worst:.1f} s behind a slow open"
+
+
 def test_a_lock_granted_later_is_answered_through_its_ring(mounted):
     """A blocking lock is answered by the lock table's thread once the holder lets go, not by
     the thread that took the request: the answer must still reach the ring it came on."""
