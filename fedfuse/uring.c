@@ -109,6 +109,7 @@ struct entry {
 	struct iovec iov[2];
 	_Atomic uint64_t unique; /* the request it holds, until answered; 0: none */
 	struct entry *next_commit;
+	bool used; /* has held a request: else a failed completion is its registration's */
 };
 
 struct qthread {
@@ -140,6 +141,7 @@ static struct {
 	unsigned nqueues;
 	struct queue *queues;
 	_Atomic bool active, stop;
+	_Atomic int refused; /* the kernel refused the rings' entries: its errno */
 	/* the supervisor */
 	pthread_t thread;
 	bool thread_started;
@@ -280,6 +282,20 @@ static void take_commits(struct queue *q)
 	}
 }
 
+/* The kernel refused to register an entry (EOPNOTSUPP: the fuse module's enable_uring was
+ * switched off between the INIT reply and the registration): it then sends every request
+ * through /dev/fuse, and so do the answers. */
+static void refused(int err)
+{
+	int none = 0;
+
+	if (!atomic_compare_exchange_strong(&u.refused, &none, err))
+		return;
+	ff_warn("the kernel refused FUSE over io_uring (%s%s); requests come through /dev/fuse",
+		g_strerror(err),
+		err == EOPNOTSUPP ? ": the fuse module's enable_uring is off" : "");
+}
+
 /* The next request that came on the ring, or NULL; handles what else came. Under the lock. */
 static struct entry *next_request(struct queue *q)
 {
@@ -298,11 +314,15 @@ static struct entry *next_request(struct queue *q)
 				eventfd_arm(q);
 		} else if (res < 0) {
 			/* ENOTCONN: the connection ends (unmounted); else the entry is lost */
-			if (res != -ENOTCONN && res != -ECANCELED)
+			if (res != -ENOTCONN && res != -ECANCELED && tag < ENTRIES &&
+			    !q->ents[tag].used)
+				refused(-res);
+			else if (res != -ENOTCONN && res != -ECANCELED)
 				ff_log_once(LOG_WARNING, "uring-cqe", 60,
 					    "io_uring queue %u lost an entry: %s", q->qid,
 					    g_strerror(-res));
 		} else if (tag < ENTRIES) {
+			q->ents[tag].used = true;
 			return &q->ents[tag];
 		}
 	}
@@ -690,7 +710,8 @@ void ff_uring_set_poll(int usec)
 
 bool ff_uring_active(void)
 {
-	return atomic_load_explicit(&u.active, memory_order_relaxed);
+	return atomic_load_explicit(&u.active, memory_order_relaxed) &&
+	       !atomic_load_explicit(&u.refused, memory_order_relaxed);
 }
 
 void *ff_uring_buffer(size_t size)
@@ -754,8 +775,13 @@ void ff_uring_describe(GString *out)
 	guint64 requests = 0;
 	unsigned threads = 0;
 
-	if (!ff_uring_active())
+	if (!atomic_load(&u.active))
 		return;
+	if (atomic_load(&u.refused)) {
+		g_string_append_printf(out, "io_uring refused (%s): requests through /dev/fuse\n",
+				       g_strerror(atomic_load(&u.refused)));
+		return;
+	}
 	for (unsigned i = 0; i < u.nqueues; i++) {
 		requests += __atomic_load_n(&u.queues[i].requests, __ATOMIC_RELAXED);
 		pthread_mutex_lock(&u.queues[i].lock);
@@ -769,7 +795,7 @@ void ff_uring_describe(GString *out)
 
 void ff_uring_stop(void)
 {
-	if (!ff_uring_active())
+	if (!atomic_load(&u.active))
 		return;
 	atomic_store(&u.stop, true);
 	pthread_mutex_lock(&u.lock);
