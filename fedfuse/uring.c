@@ -680,7 +680,6 @@ int ff_uring_prepare(struct fuse_session *se, int devfd)
 
 void ff_uring_start(bool answered)
 {
-
 	if (!u.queues)
 		return;
 	if (!answered) { /* the INIT reply did not reach the kernel */
